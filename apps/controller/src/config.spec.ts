@@ -1,0 +1,48 @@
+import { ConfigError, loadControllerConfig } from './config';
+
+describe('loadControllerConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadControllerConfig({});
+    expect(config).toMatchObject({
+      WATCH_NAMESPACE: '',
+      MAX_CONCURRENT_RECONCILES: 2,
+      UNREGISTRATION_WORKERS: 4,
+      TERMINATED_POD_GRACE_PERIOD_SECONDS: 0,
+      MAX_POD_FAILURES: 5,
+      LEADER_ELECTION: true,
+      LEASE_DURATION_SECONDS: 15,
+      RENEW_DEADLINE_SECONDS: 10,
+      RETRY_PERIOD_SECONDS: 2,
+      LOG_FORMAT: 'json',
+      PROBE_PORT: 8081,
+    });
+  });
+
+  it('coerces numbers and booleans from their string form', () => {
+    const config = loadControllerConfig({
+      MAX_CONCURRENT_RECONCILES: '8',
+      LEADER_ELECTION: 'false',
+      TERMINATED_POD_GRACE_PERIOD_SECONDS: '-1',
+    });
+    expect(config.MAX_CONCURRENT_RECONCILES).toBe(8);
+    expect(config.LEADER_ELECTION).toBe(false);
+    expect(config.TERMINATED_POD_GRACE_PERIOD_SECONDS).toBe(-1);
+  });
+
+  it('refuses invalid values with a message naming every bad variable', () => {
+    expect(() =>
+      loadControllerConfig({ MAX_CONCURRENT_RECONCILES: 'zero', LOG_LEVEL: 'verbose', PROBE_PORT: '70000' }),
+    ).toThrow(
+      expect.objectContaining({
+        name: 'ConfigError',
+        message: expect.stringMatching(/MAX_CONCURRENT_RECONCILES[\s\S]*LOG_LEVEL[\s\S]*PROBE_PORT/),
+      }) as ConfigError,
+    );
+  });
+
+  it('refuses leader election timings that cannot work together', () => {
+    expect(() => loadControllerConfig({ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' })).toThrow(
+      /RENEW_DEADLINE_SECONDS: must be shorter than LEASE_DURATION_SECONDS/,
+    );
+  });
+});

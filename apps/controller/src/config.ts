@@ -1,0 +1,80 @@
+import { z } from 'zod';
+
+const seconds = (fallback: number) => z.coerce.number().finite().default(fallback);
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/**
+ * Every option of the controller, read from the environment and validated once at start. A bad value
+ * stops the process with a message naming the variable, instead of surfacing later as odd behaviour.
+ * `.env.example` lists them all with their defaults.
+ */
+export const controllerEnvSchema = z
+  .object({
+    /** Path to a kubeconfig; in-cluster configuration or ~/.kube/config when unset. */
+    KUBECONFIG: z.string().optional(),
+    /** Namespace whose runners this controller manages; empty for all namespaces. */
+    WATCH_NAMESPACE: z.string().default(''),
+    MAX_CONCURRENT_RECONCILES: positiveInt(2),
+    UNREGISTRATION_WORKERS: positiveInt(4),
+    /** Grace period for deleting runner pods whose containers have all exited; negative keeps the pod's own. */
+    TERMINATED_POD_GRACE_PERIOD_SECONDS: z.coerce.number().int().default(0),
+    /** Pod failures after which an EphemeralRunner is recreated (upstream: 5). */
+    MAX_POD_FAILURES: z.coerce.number().int().nonnegative().default(5),
+    FAILURE_BACKOFF_BASE_SECONDS: seconds(5).refine((v) => v > 0, 'must be > 0'),
+    ORPHAN_SWEEP_INTERVAL_SECONDS: seconds(600).refine((v) => v > 0, 'must be > 0'),
+    ORPHAN_GRACE_SECONDS: seconds(120).refine((v) => v >= 0, 'must be >= 0'),
+    LEADER_ELECTION: bool(true),
+    LEADER_ELECTION_ID: z.string().min(1).default('aro-controller'),
+    /** Namespace of the Lease; defaults to POD_NAMESPACE, then `default`. */
+    LEADER_ELECTION_NAMESPACE: z.string().optional(),
+    LEASE_DURATION_SECONDS: seconds(15).refine((v) => v > 0, 'must be > 0'),
+    RENEW_DEADLINE_SECONDS: seconds(10).refine((v) => v > 0, 'must be > 0'),
+    RETRY_PERIOD_SECONDS: seconds(2).refine((v) => v > 0, 'must be > 0'),
+    /** all: every transition and failure; failures: only what a user must act on; none. */
+    EVENTS: z.enum(['all', 'failures', 'none']).default('all'),
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    LOG_FORMAT: z.enum(['json', 'text']).default('json'),
+    /** /healthz, /readyz and /metrics are served here, on every replica. */
+    PROBE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+    PROBE_BIND_ADDRESS: z.string().default('0.0.0.0'),
+    SHUTDOWN_TIMEOUT_SECONDS: seconds(30).refine((v) => v > 0, 'must be > 0'),
+    POD_NAME: z.string().optional(),
+    POD_NAMESPACE: z.string().optional(),
+  })
+  .superRefine((env, ctx) => {
+    if (env.RENEW_DEADLINE_SECONDS >= env.LEASE_DURATION_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RENEW_DEADLINE_SECONDS'],
+        message: 'must be shorter than LEASE_DURATION_SECONDS',
+      });
+    }
+    if (env.RETRY_PERIOD_SECONDS >= env.RENEW_DEADLINE_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RETRY_PERIOD_SECONDS'],
+        message: 'must be shorter than RENEW_DEADLINE_SECONDS',
+      });
+    }
+  });
+
+export type ControllerConfig = z.infer<typeof controllerEnvSchema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses the environment; throws a ConfigError listing every invalid variable. */
+export function loadControllerConfig(env: NodeJS.ProcessEnv = process.env): ControllerConfig {
+  const parsed = controllerEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`).join('\n');
+    throw new ConfigError(`invalid controller configuration:\n${problems}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,5 @@
+export { RunningSimulator, startSimulator, type StartSimulatorOptions } from './simulator';
+export { decodeJitConfig } from './jit-config';
+export type { JitConfigPayload } from './actions-service';
+export { DEFAULT_PAT, DEFAULT_TIMING, DEFAULT_TOKEN_LIFETIMES, loadSeedFile } from './seed';
+export type * from './types';

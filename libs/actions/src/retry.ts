@@ -1,0 +1,146 @@
+/**
+ * When to repeat a request, after go-retryablehttp (what the Go client uses), with one change: a
+ * request that must not take effect twice is repeated only when the server certainly did not act.
+ */
+export interface RetryOptions {
+  /** Retries after the first attempt (so up to maxRetries + 1 attempts). */
+  maxRetries?: number;
+  minWaitMs?: number;
+  /** Caps the exponential backoff and any Retry-After the server asks for. */
+  maxWaitMs?: number;
+}
+
+export type ResolvedRetryOptions = Required<RetryOptions>;
+
+export const defaultRetryOptions: ResolvedRetryOptions = {
+  maxRetries: 4,
+  minWaitMs: 1000,
+  maxWaitMs: 30_000,
+};
+
+export function resolveRetryOptions(o: RetryOptions | undefined): ResolvedRetryOptions {
+  const r = { ...defaultRetryOptions, ...stripUndefined(o ?? {}) };
+  if (!(r.maxRetries >= 0) || !(r.minWaitMs >= 0) || !(r.maxWaitMs >= r.minWaitMs)) {
+    throw new Error(
+      `invalid retry options ${JSON.stringify(o)}: need maxRetries >= 0 and 0 <= minWaitMs <= maxWaitMs`,
+    );
+  }
+  return r;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Whether a call may be sent again after it may already have reached the server.
+ * - `idempotent`: repeating it leaves the same state (GET, DELETE, PATCH to set fields, session
+ *   refresh) or only mints another throw-away token (the three authentication calls).
+ * - `once`: repeating it could act twice (generate a second JIT config, create a second scale set or
+ *   session, acquire jobs twice); it is repeated only on 429/503, which a server sends instead of
+ *   acting, and on failures to connect, when nothing was sent.
+ */
+export type Repeatability = 'idempotent' | 'once';
+
+/** Statuses a server returns without having acted, so any call may be repeated. */
+const notActedStatuses = new Set([429, 503]);
+
+export function shouldRetryStatus(
+  status: number,
+  repeat: Repeatability,
+  extra: readonly number[] = [],
+): boolean {
+  if (notActedStatuses.has(status) || extra.includes(status)) return true;
+  // 501 says the server will never do it; every other 5xx may be transient, but also may come
+  // after the server acted (a 502/504 from a gateway that timed out waiting), hence idempotent only.
+  return repeat === 'idempotent' && status >= 500 && status <= 599 && status !== 501;
+}
+
+/** How far a failed attempt got, which decides whether it may be repeated. */
+export type TransportFailure = 'not-sent' | 'maybe-sent' | 'permanent';
+
+const notSentCodes = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+const permanentCodes = new Set([
+  // Retrying cannot fix a certificate the client does not trust, or a malformed request.
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_INVALID_URL',
+  'UND_ERR_INVALID_ARG',
+  'UND_ERR_NOT_SUPPORTED',
+  'ERR_INVALID_PROTOCOL',
+]);
+
+export function errorCodeOf(e: unknown): string | undefined {
+  for (let cur: unknown = e, depth = 0; cur && depth < 4; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+export function classifyTransportError(e: unknown): TransportFailure {
+  const code = errorCodeOf(e);
+  if (code && permanentCodes.has(code)) return 'permanent';
+  if (code && notSentCodes.has(code)) return 'not-sent';
+  // A proxy refusing the CONNECT tunnel answers before anything reached the target; if it refused
+  // our credentials (407), asking again with the same ones cannot help.
+  const message = e instanceof Error ? e.message : '';
+  const tunnel = /Proxy response \((\d+)\) !== 200 when HTTP Tunneling/.exec(message);
+  if (tunnel) return tunnel[1] === '407' ? 'permanent' : 'not-sent';
+  return 'maybe-sent';
+}
+
+/** Exponential backoff, min·2^retry capped at max, with up to +25 % jitter so that clients that failed together do not retry together. */
+export function backoffMs(
+  retry: number,
+  o: ResolvedRetryOptions,
+  random: () => number = Math.random,
+): number {
+  const base = Math.min(o.maxWaitMs, o.minWaitMs * 2 ** retry);
+  return Math.min(o.maxWaitMs, Math.round(base * (1 + 0.25 * random())));
+}
+
+/** A Retry-After header (delta seconds or an HTTP date) as milliseconds from now, if it parses. */
+export function parseRetryAfterMs(value: string | undefined, nowMs: number = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+/** The wait before the next attempt: the server's Retry-After on 429/503 (capped), else backoff. */
+export function retryWaitMs(
+  retry: number,
+  status: number | undefined,
+  retryAfter: string | undefined,
+  o: ResolvedRetryOptions,
+  random: () => number = Math.random,
+  nowMs: number = Date.now(),
+): number {
+  if (status === 429 || status === 503) {
+    const asked = parseRetryAfterMs(retryAfter, nowMs);
+    if (asked !== undefined) return Math.min(asked, o.maxWaitMs);
+  }
+  return backoffMs(retry, o, random);
+}

@@ -1,0 +1,90 @@
+import { silentLogger } from '@aro/observability';
+import { Registry } from 'prom-client';
+import { createDispatchers } from './dispatchers';
+import { ActionsMetrics } from './metrics';
+import { resolveRetryOptions } from './retry';
+import { FakeGitHub } from './testing/fake-github';
+import { HttpTransport } from './transport';
+
+describe('HttpTransport retries', () => {
+  let gh: FakeGitHub;
+  let transport: HttpTransport;
+  let waits: number[];
+
+  beforeEach(async () => {
+    gh = await FakeGitHub.start();
+    waits = [];
+    transport = new HttpTransport({
+      dispatchers: createDispatchers(),
+      userAgent: 'test',
+      timeoutMs: 2000,
+      retry: resolveRetryOptions({}),
+      metrics: new ActionsMetrics(new Registry()),
+      logger: silentLogger,
+      // Record the waits instead of sleeping them: the policy is what is under test.
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+      random: () => 0,
+    });
+  });
+
+  afterEach(async () => {
+    await transport.close();
+    await gh.close();
+  });
+
+  const send = (method: 'GET' | 'POST', repeat: 'idempotent' | 'once') =>
+    transport.send({ method, url: new URL(`${gh.url}/x`), route: `${method} x`, headers: {}, repeat });
+
+  it('waits what Retry-After asks on 429 and 503, and backs off exponentially otherwise', async () => {
+    const answers = [
+      { status: 429, headers: { 'retry-after': '7' } },
+      { status: 503, headers: { 'retry-after': '2' } },
+      { status: 502 },
+      { status: 500 },
+      { status: 200, body: {} },
+    ];
+    gh.handler = () => answers.shift() ?? { status: 200 };
+    const res = await send('GET', 'idempotent');
+    expect(res.status).toBe(200);
+    expect(res.attempts).toBe(5);
+    expect(waits).toEqual([7000, 2000, 4000, 8000]);
+  });
+
+  it('gives up after 4 retries and returns the last response', async () => {
+    gh.handler = () => ({ status: 503 });
+    const res = await send('GET', 'idempotent');
+    expect(res).toMatchObject({ status: 503, attempts: 5 });
+    expect(gh.requests).toHaveLength(5);
+  });
+
+  it('retries a call that must not repeat on 429/503 but not on 500 or 504', async () => {
+    const answers = [{ status: 429 }, { status: 503 }, { status: 504 }];
+    gh.handler = () => answers.shift() ?? { status: 200 };
+    const res = await send('POST', 'once');
+    expect(res.status).toBe(504);
+    expect(gh.requests).toHaveLength(3);
+  });
+
+  it('never retries 501', async () => {
+    gh.handler = () => ({ status: 501 });
+    expect((await send('GET', 'idempotent')).status).toBe(501);
+    expect(gh.requests).toHaveLength(1);
+  });
+
+  it('retries a call that must not repeat when the connection was refused, since nothing was sent', async () => {
+    const closedPort = new URL(gh.url);
+    await gh.close();
+    const refused = transport.send({
+      method: 'POST',
+      url: new URL('/x', closedPort),
+      route: 'POST x',
+      headers: {},
+      repeat: 'once',
+    });
+    await expect(refused).rejects.toThrow(/ECONNREFUSED.*gave up after 5 attempt/);
+    expect(waits).toHaveLength(4);
+    gh = await FakeGitHub.start();
+  });
+});

@@ -1,0 +1,12 @@
+export { EphemeralRunnerReconciler, BUSY_RUNNER_REQUEUE_MS } from './ephemeral-runner.reconciler';
+export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } from './ephemeral-runner.reconciler';
+export * from './extensions';
+export * from './failure-backoff';
+export { OrphanRegistrationSweep, type OrphanRegistrationSweepOptions } from './orphan-sweep';
+export { EphemeralRunnerPhaseMetrics } from './phase-metrics';
+export { podTerminated, podReady, initContainerFailed, runnerContainerStatus } from './pod-state';
+export { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
+export { runnerSelfDeregistered } from './runner-registration';
+export { buildJitSecret, buildRunnerPod, proxyEnv, runnerIdFromSecret } from './runner-resources';
+export * from './setup';
+export * from './unregistration-queue';

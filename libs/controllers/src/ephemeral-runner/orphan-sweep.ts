@@ -1,0 +1,165 @@
+import type { Registry } from 'prom-client';
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import type { Reader, Runnable } from '@aro/kube';
+import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
+import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+
+export interface OrphanRegistrationSweepOptions {
+  /** Uncached: the sweep's verdict must not rest on a cache that can lag behind a create. */
+  reader: Reader;
+  actions: ActionsClientProvider;
+  queue: UnregistrationQueue;
+  logger: Logger;
+  /** Namespace to sweep; undefined for all. */
+  namespace?: string;
+  intervalMs?: number;
+  /** How long a registration must have been seen without a runner before it is removed. */
+  graceMs?: number;
+  registry?: Registry;
+}
+
+/**
+ * Finds runner registrations on the Actions service that no EphemeralRunner holds, and hands them to
+ * the unregistration queue. Upstream has no equivalent; it is what lets the queue stay in memory.
+ *
+ * A crash between dropping a runner's registration finalizer and the queue's API call, a lost
+ * leadership with removals still queued, or removals given up after repeated failures all leave a
+ * registration behind with nothing in the cluster that remembers it. The sweep runs when this
+ * replica becomes leader and then periodically: for every scale set the cluster knows (from its
+ * EphemeralRunnerSets and EphemeralRunners), it lists the scale set's registrations and compares
+ * them with the runners that exist.
+ *
+ * A registration is only removed once it has been seen orphaned for `graceMs`. Registration comes
+ * before the jitconfig secret, so a registration can briefly be ahead of what the cluster shows, and
+ * one sweep's view is not enough evidence to remove something a runner may be about to use. A runner
+ * whose registration is removed in error would fail and be recreated, which costs a job's start time,
+ * so the grace errs on the side of waiting.
+ */
+export class OrphanRegistrationSweep implements Runnable {
+  readonly name = 'orphan-registration-sweep';
+  readonly needLeaderElection = true;
+
+  /** When each orphan (by scope key) was first seen; forgotten once it is no longer orphaned. */
+  private readonly firstSeenOrphaned = new Map<string, number>();
+  private readonly intervalMs: number;
+  private readonly graceMs: number;
+  private readonly found;
+
+  constructor(private readonly opts: OrphanRegistrationSweepOptions) {
+    this.intervalMs = opts.intervalMs ?? 10 * 60_000;
+    this.graceMs = opts.graceMs ?? 2 * 60_000;
+    this.found = getOrCreateCounter(opts.registry ?? metricsRegistry(), {
+      name: 'aro_orphan_registrations_total',
+      help: 'Runner registrations found on the Actions service without an EphemeralRunner and queued for removal.',
+    });
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.sweepOnce(signal);
+      } catch (err) {
+        if (!signal.aborted) this.opts.logger.error('Orphan registration sweep failed', err);
+      }
+      // A registration first seen in this pass is re-checked once its grace has passed, not a full
+      // interval later, so that a crash's leftovers go within minutes of the restart.
+      const wait = this.firstSeenOrphaned.size > 0 ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs;
+      await sleep(wait, signal);
+    }
+  }
+
+  /** One pass over every known scale set; returns how many registrations were queued for removal. */
+  async sweepOnce(signal?: AbortSignal): Promise<number> {
+    const namespace = this.opts.namespace;
+    const [sets, runners] = await Promise.all([
+      this.opts.reader.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace }),
+      this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace }),
+    ]);
+
+    const scaleSets = new Map<string, EphemeralRunner>();
+    const runnerNames = new Set<string>();
+    const remember = (ns: string, holder: EphemeralRunner) => {
+      const spec = holder.spec;
+      const key = `${ns}|${spec.githubConfigUrl}|${spec.runnerScaleSetId}`;
+      if (spec.runnerScaleSetId > 0 && !scaleSets.has(key)) scaleSets.set(key, holder);
+    };
+    for (const runner of runners) {
+      const ns = runner.metadata?.namespace ?? '';
+      runnerNames.add(`${ns}/${runner.metadata?.name}`);
+      remember(ns, runner);
+    }
+    for (const set of sets) {
+      const ns = set.metadata?.namespace ?? '';
+      remember(ns, {
+        apiVersion: runners[0]?.apiVersion,
+        kind: EphemeralRunnerKind.kind,
+        metadata: { namespace: ns, name: set.metadata?.name },
+        spec: set.spec.ephemeralRunnerSpec,
+      } as EphemeralRunner);
+    }
+
+    const now = Date.now();
+    const stillOrphaned = new Set<string>();
+    let queued = 0;
+    for (const [scopeKey, holder] of scaleSets) {
+      const ns = holder.metadata?.namespace ?? '';
+      const log = this.opts.logger.child({ namespace: ns, runnerScaleSetId: holder.spec.runnerScaleSetId });
+      let registrations;
+      try {
+        const client = await this.opts.actions.getActionsClient(holder, signal);
+        registrations = await client.listRunners(holder.spec.runnerScaleSetId, { signal });
+      } catch (err) {
+        log.warn('Could not list the scale set registrations; skipping it this pass', {
+          err: err instanceof Error ? err.message : String(err),
+        });
+        continue;
+      }
+      for (const registration of registrations) {
+        if (runnerNames.has(`${ns}/${registration.name}`)) continue;
+        const orphanKey = `${scopeKey}|${registration.id}`;
+        stillOrphaned.add(orphanKey);
+        const firstSeen = this.firstSeenOrphaned.get(orphanKey);
+        if (firstSeen === undefined) {
+          this.firstSeenOrphaned.set(orphanKey, now);
+          log.info('Found a runner registration without an EphemeralRunner; removing it once its grace passes', {
+            runnerId: registration.id,
+            runnerName: registration.name,
+            graceMs: this.graceMs,
+          });
+          if (this.graceMs > 0) continue;
+        } else if (now - firstSeen < this.graceMs) {
+          continue;
+        }
+        const target = {
+          ...holder,
+          metadata: { namespace: ns, name: registration.name },
+        } as EphemeralRunner;
+        if (this.opts.queue.push(target, registration.id)) {
+          queued++;
+          this.found.inc();
+          log.info('Queued the removal of an orphaned runner registration', {
+            runnerId: registration.id,
+            runnerName: registration.name,
+          });
+        }
+      }
+    }
+    for (const key of this.firstSeenOrphaned.keys()) {
+      if (!stillOrphaned.has(key)) this.firstSeenOrphaned.delete(key);
+    }
+    return queued;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,2 @@
+export * from './ephemeral-runner';
+export * from './events/event-recorder';

@@ -1,0 +1,4 @@
+export { Informer, type InformerEvent, type InformerEventHandler, type InformerOptions } from './informer';
+export { InformerCache, type InformerCacheOptions } from './informer-cache';
+export { CONTROLLING_OWNER_INDEX, controllingOwnerKey, controllingOwnerIndex } from './indexes';
+export { parseLabelSelector, parseFieldSelector, type LabelMatcher } from './selectors';

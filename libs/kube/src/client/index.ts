@@ -1,0 +1,16 @@
+export * from './kinds';
+export * from './types';
+export {
+  KubeApiError,
+  KubeTransportError,
+  isNotFound,
+  isAlreadyExists,
+  isConflict,
+  isInvalid,
+  isForbidden,
+  isGone,
+  statusMessage,
+  ignoreNotFound,
+} from './errors';
+export { KubeClient, type KubeClientOptions } from './kube-client';
+export { resourcePath } from './paths';

@@ -1,0 +1,5 @@
+export * from './types';
+export * from './predicates';
+export * from './handlers';
+export * from './controller';
+export * from './builder';

@@ -1,0 +1,7 @@
+export * from './client';
+export * from './cache';
+export * from './patch';
+export * from './queue';
+export * from './controller';
+export * from './manager';
+export * from './leaderelection';

@@ -1,0 +1,340 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { getOrCreateGauge, metricsRegistry, type Logger } from '@aro/observability';
+import type { Registry } from 'prom-client';
+import { type Clock, sleep, systemClock } from '../queue/clock';
+import type { Lease, LeaseClient, LeaseSpec } from './lease-client';
+
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics.
+ *
+ * Written in the project: the one npm candidate is GPL-3.0, drops leadership on a single failed renew,
+ * trusts the local clock against the lease's timestamps and ignores leaseTransitions (see
+ * design/research/ts-stack.md, section 2). What this keeps from client-go:
+ * - the observed-time rule: another holder's lease counts as expired only when this process has seen
+ *   the same record unchanged for leaseDuration by its own monotonic clock, so clock skew between
+ *   replicas can never make two of them lead at once;
+ * - optimistic concurrency: a create that meets AlreadyExists, or a replace carrying a stale
+ *   resourceVersion (409), means another candidate won the race;
+ * - renewal every retryPeriod, and leadership is lost when no renewal succeeded within renewDeadline
+ *   (which is shorter than leaseDuration, so the old leader stops before a standby can take over);
+ * - release on cancel: clearing holderIdentity lets a standby take over at once instead of waiting
+ *   out the lease.
+ */
+export interface LeaderElectionOptions {
+  leaseName: string;
+  leaseNamespace: string;
+  /** Unique per process; defaults to `$POD_NAME` (or the hostname) + '_' + a random suffix. */
+  identity?: string;
+  /** How long a standby waits, from when it last saw the lease change, before taking it. Default 15 s. */
+  leaseDurationMs?: number;
+  /** How long the leader keeps retrying a renewal before it gives up leading. Default 10 s. */
+  renewDeadlineMs?: number;
+  /** Pause between attempts to acquire or renew. Default 2 s. */
+  retryPeriodMs?: number;
+  /** Acquire attempts wait retryPeriod * (1 + random * jitterFactor), so standbys do not move in step. Default 1.2. */
+  jitterFactor?: number;
+  /** Clear the holder when stepping down cleanly. Default true. */
+  releaseOnCancel?: boolean;
+}
+
+export interface LeaderElectorDeps {
+  logger: Logger;
+  registry?: Registry;
+  clock?: Clock;
+  /** For tests; Math.random by default. */
+  random?: () => number;
+}
+
+export interface LeaderCallbacks {
+  /** Called once, when this process has acquired the lease. */
+  onStartedLeading(): void;
+  /** Called whenever the observed holder changes (including to this process). */
+  onNewLeader?(identity: string): void;
+}
+
+/** Why `run` returned: the lease could not be renewed in time, or the caller aborted. */
+export type ElectionOutcome = 'lost' | 'cancelled';
+
+export function defaultIdentity(): string {
+  return `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
+}
+
+/** RFC 3339 with microseconds, the wire format of metav1.MicroTime. */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+export class LeaderElector {
+  readonly identity: string;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly jitterFactor: number;
+  private readonly releaseOnCancel: boolean;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly log: Logger;
+  private readonly masterStatus;
+
+  /** The last record read or written, and when (monotonic) it was first seen in that state. */
+  private observed: LeaseSpec | undefined;
+  private observedAt = 0;
+  /** The lease object as last read or written, whose resourceVersion a release must carry. */
+  private lastLease: Lease | undefined;
+  private reportedLeader: string | undefined;
+  private leading = false;
+
+  constructor(
+    private readonly leases: LeaseClient,
+    private readonly options: LeaderElectionOptions,
+    deps: LeaderElectorDeps,
+  ) {
+    this.identity = options.identity ?? defaultIdentity();
+    this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.jitterFactor = options.jitterFactor ?? 1.2;
+    this.releaseOnCancel = options.releaseOnCancel ?? true;
+    if (this.leaseDurationMs <= this.renewDeadlineMs) {
+      throw new Error(
+        `leader election for lease ${this.leaseRef()}: leaseDuration (${this.leaseDurationMs} ms) must exceed ` +
+          `renewDeadline (${this.renewDeadlineMs} ms), or a standby could take over while the leader still acts`,
+      );
+    }
+    if (this.renewDeadlineMs <= this.jitterFactor * this.retryPeriodMs) {
+      throw new Error(
+        `leader election for lease ${this.leaseRef()}: renewDeadline (${this.renewDeadlineMs} ms) must exceed ` +
+          `jitterFactor * retryPeriod (${this.jitterFactor * this.retryPeriodMs} ms)`,
+      );
+    }
+    this.clock = deps.clock ?? systemClock;
+    this.random = deps.random ?? Math.random;
+    this.log = deps.logger.child({
+      component: 'leader-election',
+      lease: this.leaseRef(),
+      identity: this.identity,
+    });
+    this.masterStatus = getOrCreateGauge(deps.registry ?? metricsRegistry(), {
+      name: 'leader_election_master_status',
+      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.',
+      labelNames: ['name'] as const,
+    });
+    this.masterStatus.set({ name: options.leaseName }, 0);
+  }
+
+  /** True while this process holds the lease and has renewed it within renewDeadline. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** The holder as last observed ('' when the lease is free, undefined before the first read). */
+  leader(): string | undefined {
+    return this.observed?.holderIdentity ?? (this.observed ? '' : undefined);
+  }
+
+  /**
+   * Campaigns until the lease is acquired, then renews it until renewal fails for renewDeadline
+   * ('lost') or `signal` aborts ('cancelled'). It does not release on cancel: the caller first stops
+   * the work that leadership guards, then calls `release()`, so that no standby starts while this
+   * process is still writing.
+   */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<ElectionOutcome> {
+    this.log.info('Campaigning for leadership');
+    const acquired = await this.acquire(signal, callbacks);
+    // Acquired just as the caller aborted: leading is set, so the caller's release() hands it back.
+    if (!acquired || signal.aborted) return 'cancelled';
+    this.log.info('Acquired leadership');
+    callbacks.onStartedLeading();
+    const outcome = await this.renew(signal, callbacks);
+    if (outcome === 'lost') {
+      this.setLeading(false);
+      this.log.error('Lost leadership: the lease was not renewed within renewDeadline', undefined, {
+        renewDeadlineMs: this.renewDeadlineMs,
+        holder: this.observed?.holderIdentity,
+      });
+    }
+    return outcome;
+  }
+
+  /**
+   * Steps down: clears holderIdentity so a standby takes over on its next attempt rather than after the
+   * lease expires. A no-op when not leading, when releaseOnCancel is off, or when the lease has moved on
+   * (the replace then fails on its resourceVersion).
+   */
+  async release(): Promise<void> {
+    const wasLeading = this.leading;
+    this.setLeading(false);
+    if (!wasLeading || !this.releaseOnCancel || this.lastLease === undefined) return;
+    const now = microTime(this.clock.wallTime());
+    const spec: LeaseSpec = {
+      leaseDurationSeconds: 1,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: this.observed?.leaseTransitions ?? 0,
+    };
+    try {
+      const released = await this.withDeadline(
+        this.leases.replace({
+          ...this.lastLease,
+          spec: { ...this.lastLease.spec, holderIdentity: undefined, ...spec },
+        }),
+        this.renewDeadlineMs,
+      );
+      if (released === undefined) throw new Error(`no answer within ${this.renewDeadlineMs} ms`);
+      this.observe(released, this.clock.now());
+      this.log.info('Released the lease');
+    } catch (e) {
+      this.log.warn('Could not release the lease; a standby takes over once it expires', {
+        err: errorText(e),
+      });
+    }
+  }
+
+  private async acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
+    while (!signal.aborted) {
+      const ok = (await this.withDeadline(this.tryAcquireOrRenew(), this.renewDeadlineMs)) ?? false;
+      this.reportLeader(callbacks);
+      if (ok) {
+        this.setLeading(true);
+        return true;
+      }
+      await sleep(this.clock, this.retryPeriodMs * (1 + this.random() * this.jitterFactor), signal);
+    }
+    return false;
+  }
+
+  private async renew(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<ElectionOutcome> {
+    for (;;) {
+      await sleep(this.clock, this.retryPeriodMs, signal);
+      if (signal.aborted) return 'cancelled';
+      const deadline = this.clock.now() + this.renewDeadlineMs;
+      let renewed = false;
+      for (;;) {
+        const remaining = deadline - this.clock.now();
+        if (remaining <= 0) break;
+        renewed = (await this.withDeadline(this.tryAcquireOrRenew(), remaining)) ?? false;
+        this.reportLeader(callbacks);
+        if (renewed || signal.aborted) break;
+        this.log.warn('Failed to renew the lease; retrying', {
+          msLeft: Math.max(0, deadline - this.clock.now()),
+        });
+        await sleep(this.clock, Math.min(this.retryPeriodMs, deadline - this.clock.now()), signal);
+        if (signal.aborted) break;
+      }
+      if (signal.aborted) return 'cancelled';
+      if (!renewed) return 'lost';
+    }
+  }
+
+  /**
+   * One attempt, as client-go's tryAcquireOrRenew: read the lease; create it if absent; leave it alone
+   * if someone else holds it and it has not been seen unchanged for its duration; otherwise write it
+   * with this identity, carrying the read resourceVersion so a concurrent writer makes this fail.
+   */
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const now = this.clock.wallTime();
+    const desired: LeaseSpec = {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: Math.ceil(this.leaseDurationMs / 1000),
+      acquireTime: microTime(now),
+      renewTime: microTime(now),
+      leaseTransitions: 0,
+    };
+    let current: Lease | undefined;
+    try {
+      current = await this.leases.get(this.options.leaseNamespace, this.options.leaseName);
+      if (current === undefined) {
+        const created = await this.leases.create({
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.options.leaseName, namespace: this.options.leaseNamespace },
+          spec: desired,
+        });
+        this.observe(created, this.clock.now());
+        return true;
+      }
+    } catch (e) {
+      this.log.debug('Could not read or create the lease', { err: errorText(e) });
+      return false;
+    }
+
+    const record = current.spec ?? {};
+    this.observe(current, this.clock.now());
+    const heldByOther = !!record.holderIdentity && record.holderIdentity !== this.identity;
+    if (heldByOther && !this.observedExpired(record)) return false;
+
+    if (record.holderIdentity === this.identity) {
+      desired.acquireTime = record.acquireTime ?? desired.acquireTime;
+      desired.leaseTransitions = record.leaseTransitions ?? 0;
+    } else {
+      desired.leaseTransitions = (record.leaseTransitions ?? 0) + 1;
+    }
+    try {
+      const written = await this.leases.replace({ ...current, spec: { ...current.spec, ...desired } });
+      this.observe(written, this.clock.now());
+      return true;
+    } catch (e) {
+      this.log.debug('Could not write the lease', { err: errorText(e) });
+      return false;
+    }
+  }
+
+  /** Records what was seen; the observed time moves only when the record itself changed. */
+  private observe(lease: Lease, at: number): void {
+    const record = lease.spec ?? {};
+    if (this.observed === undefined || !sameRecord(this.observed, record)) {
+      this.observed = { ...record };
+      this.observedAt = at;
+    }
+    this.lastLease = lease;
+  }
+
+  private observedExpired(record: LeaseSpec): boolean {
+    const durationMs = (record.leaseDurationSeconds ?? Math.ceil(this.leaseDurationMs / 1000)) * 1000;
+    return this.observedAt + durationMs <= this.clock.now();
+  }
+
+  private reportLeader(callbacks: LeaderCallbacks): void {
+    const holder = this.observed?.holderIdentity ?? '';
+    if (holder === this.reportedLeader) return;
+    this.reportedLeader = holder;
+    if (holder === '') return;
+    if (holder !== this.identity) this.log.info('Observed a new leader', { leader: holder });
+    callbacks.onNewLeader?.(holder);
+  }
+
+  private setLeading(leading: boolean): void {
+    this.leading = leading;
+    this.masterStatus.set({ name: this.options.leaseName }, leading ? 1 : 0);
+  }
+
+  /** The call's result, or undefined if it took longer than `ms` (the call itself runs on, unobserved). */
+  private async withDeadline<T>(call: Promise<T>, ms: number): Promise<T | undefined> {
+    const timer = new AbortController();
+    try {
+      return await Promise.race([call, sleep(this.clock, ms, timer.signal).then(() => undefined)]);
+    } finally {
+      // Only after the race has settled: cancelling inside it would let the timer win the race.
+      timer.abort();
+    }
+  }
+
+  private leaseRef(): string {
+    return `${this.options.leaseNamespace}/${this.options.leaseName}`;
+  }
+}
+
+function sameRecord(a: LeaseSpec, b: LeaseSpec): boolean {
+  return (
+    (a.holderIdentity ?? '') === (b.holderIdentity ?? '') &&
+    (a.leaseDurationSeconds ?? 0) === (b.leaseDurationSeconds ?? 0) &&
+    (a.acquireTime ?? '') === (b.acquireTime ?? '') &&
+    (a.renewTime ?? '') === (b.renewTime ?? '') &&
+    (a.leaseTransitions ?? 0) === (b.leaseTransitions ?? 0)
+  );
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,3 @@
+export * from './runnable';
+export * from './manager';
+export * from './nest';

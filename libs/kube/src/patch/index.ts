@@ -1,0 +1,2 @@
+export { createMergePatch, jsonEqual } from './merge-patch';
+export { LazyCopy, type MergePatchOptions } from './lazy-copy';

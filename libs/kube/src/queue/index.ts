@@ -1,0 +1,3 @@
+export * from './clock';
+export * from './rate-limiter';
+export * from './rate-limiting-queue';

@@ -1,0 +1,131 @@
+import {
+  getOrCreateCounter,
+  getOrCreateGauge,
+  getOrCreateHistogram,
+  metricsRegistry,
+} from '@aro/observability';
+import type { Gauge, Registry } from 'prom-client';
+
+// client-go's buckets (10 ns .. 10 s, x10) so dashboards built for Go controllers read ours unchanged.
+const latencyBuckets = Array.from({ length: 10 }, (_, i) => 1e-8 * Math.pow(10, i));
+
+/**
+ * Queues whose in-progress gauges are computed at scrape time. The gauges are shared by every queue
+ * in a registry (one series per `name`), so their collect hook asks each live queue for its own value.
+ */
+const inProgressSources = new WeakMap<Gauge<'name'>, Set<() => void>>();
+
+function sourcesOf(gauge: Gauge<'name'>): Set<() => void> {
+  let sources = inProgressSources.get(gauge);
+  if (sources === undefined) {
+    sources = new Set();
+    inProgressSources.set(gauge, sources);
+  }
+  return sources;
+}
+
+function collectInProgress(this: Gauge<'name'>): void {
+  for (const update of inProgressSources.get(this) ?? []) update();
+}
+
+/** The client-go workqueue metrics for one queue, labelled `name`. */
+export class QueueMetrics {
+  private readonly depth;
+  private readonly adds;
+  private readonly queueDuration;
+  private readonly workDuration;
+  private readonly retries;
+  private readonly unfinishedWork;
+  private readonly longestRunning;
+  private readonly labels;
+  private readonly reportInProgress: () => void;
+
+  constructor(
+    name: string,
+    registry: Registry = metricsRegistry(),
+    inProgress: () => { unfinishedSeconds: number; longestSeconds: number },
+  ) {
+    this.labels = { name };
+    this.depth = getOrCreateGauge(registry, {
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue',
+      labelNames: ['name'] as const,
+    });
+    this.adds = getOrCreateCounter(registry, {
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      labelNames: ['name'] as const,
+    });
+    this.queueDuration = getOrCreateHistogram(registry, {
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested',
+      labelNames: ['name'] as const,
+      buckets: latencyBuckets,
+    });
+    this.workDuration = getOrCreateHistogram(registry, {
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes',
+      labelNames: ['name'] as const,
+      buckets: latencyBuckets,
+    });
+    this.retries = getOrCreateCounter(registry, {
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue',
+      labelNames: ['name'] as const,
+    });
+    this.unfinishedWork = getOrCreateGauge(registry, {
+      name: 'workqueue_unfinished_work_seconds',
+      help:
+        'How many seconds of work has been done that is in progress and has not been observed by ' +
+        'work_duration. Large values indicate stuck threads.',
+      labelNames: ['name'] as const,
+      collect: collectInProgress,
+    });
+    this.longestRunning = getOrCreateGauge(registry, {
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running',
+      labelNames: ['name'] as const,
+      collect: collectInProgress,
+    });
+    this.reportInProgress = () => {
+      const { unfinishedSeconds, longestSeconds } = inProgress();
+      this.unfinishedWork.set(this.labels, unfinishedSeconds);
+      this.longestRunning.set(this.labels, longestSeconds);
+    };
+    sourcesOf(this.unfinishedWork).add(this.reportInProgress);
+    sourcesOf(this.longestRunning).add(this.reportInProgress);
+    this.depth.set(this.labels, 0);
+    this.adds.inc(this.labels, 0);
+    this.retries.inc(this.labels, 0);
+  }
+
+  added(depth: number): void {
+    this.adds.inc(this.labels);
+    this.depth.set(this.labels, depth);
+  }
+
+  taken(depth: number, queuedSeconds: number): void {
+    this.depth.set(this.labels, depth);
+    this.queueDuration.observe(this.labels, queuedSeconds);
+  }
+
+  finished(workSeconds: number): void {
+    this.workDuration.observe(this.labels, workSeconds);
+  }
+
+  retried(): void {
+    this.retries.inc(this.labels);
+  }
+
+  depthChanged(depth: number): void {
+    this.depth.set(this.labels, depth);
+  }
+
+  /** Stops scrape-time reporting; the last values stay at zero rather than frozen mid-work. */
+  close(): void {
+    sourcesOf(this.unfinishedWork).delete(this.reportInProgress);
+    sourcesOf(this.longestRunning).delete(this.reportInProgress);
+    this.unfinishedWork.set(this.labels, 0);
+    this.longestRunning.set(this.labels, 0);
+  }
+}

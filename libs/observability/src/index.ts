@@ -1,0 +1,3 @@
+export * from './logger';
+export * from './metrics';
+export * from './observability.module';

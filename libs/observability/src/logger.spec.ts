@@ -1,0 +1,58 @@
+import { PassThrough } from 'node:stream';
+import { Registry } from 'prom-client';
+import { createLogger } from './logger';
+import { getOrCreateCounter } from './metrics';
+
+function capture(format: 'json' | 'text', level: 'debug' | 'info' = 'info') {
+  const stream = new PassThrough();
+  const lines: string[] = [];
+  stream.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
+  return { logger: createLogger({ format, level, destination: stream }), lines };
+}
+
+describe('createLogger', () => {
+  it('writes flat JSON records carrying the child bindings and the call fields', () => {
+    const { logger, lines } = capture('json');
+    logger.child({ namespace: 'arc', name: 'runner-1' }).info('Created the runner pod', { podUid: 'u1' });
+    const record = JSON.parse(lines[0]) as Record<string, unknown>;
+    expect(record).toMatchObject({
+      level: 'info',
+      msg: 'Created the runner pod',
+      namespace: 'arc',
+      name: 'runner-1',
+      podUid: 'u1',
+    });
+  });
+
+  it('serialises an error with its message and stack under err', () => {
+    const { logger, lines } = capture('json');
+    logger.error('Failed to delete the pod', new Error('boom'), { podUid: 'u1' });
+    const record = JSON.parse(lines[0]) as { err: { message: string; stack: string }; podUid: string };
+    expect(record.err.message).toBe('boom');
+    expect(record.err.stack).toContain('Error: boom');
+    expect(record.podUid).toBe('u1');
+  });
+
+  it('drops records below the configured level', () => {
+    const { logger, lines } = capture('json', 'info');
+    logger.debug('noise');
+    logger.warn('kept');
+    expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['kept']);
+  });
+
+  it('renders the text format as one readable line with key=value pairs', () => {
+    const { logger, lines } = capture('text');
+    logger.child({ name: 'runner-1' }).warn('Backing off', { requeueAfterMs: 5000 });
+    expect(lines[0]).toMatch(/^\d{4}-\d{2}-\d{2}T\S+ WARN Backing off name=runner-1 requeueAfterMs=5000$/);
+  });
+});
+
+describe('getOrCreateCounter', () => {
+  it('returns the already registered metric instead of throwing on a second registration', () => {
+    const registry = new Registry();
+    const first = getOrCreateCounter(registry, { name: 'aro_test_total', help: 'test' });
+    const second = getOrCreateCounter(registry, { name: 'aro_test_total', help: 'test' });
+    second.inc();
+    expect(second).toBe(first);
+  });
+});

@@ -1,0 +1,33 @@
+export {
+  credentialsFromJson,
+  credentialsFromSecretData,
+  GITHUB_APP_ID_KEY,
+  GITHUB_APP_INSTALLATION_ID_KEY,
+  GITHUB_APP_PRIVATE_KEY_KEY,
+  GITHUB_TOKEN_KEY,
+  type SecretLocation,
+} from './app-credentials';
+export {
+  configHolderOf,
+  configHolderOfListener,
+  configHolderOfRunnerSet,
+  configHolderOfScaleSet,
+  type GitHubConfigHolder,
+} from './config-holder';
+export { CREDENTIAL_SOURCES, vaultTypeOf, type CredentialSource } from './credential-source';
+export {
+  isSecretResolutionError,
+  SecretResolutionError,
+  type SecretResolutionErrorInit,
+  type SecretResolutionReason,
+} from './errors';
+export { KubernetesSecretSource } from './kubernetes-secret-source';
+export {
+  PROXY_PASSWORD_KEY,
+  PROXY_USERNAME_KEY,
+  proxyCredentialsFromSecretData,
+  type ProxyCredentials,
+} from './proxy';
+export { parseCertificateBundle, type CertificateBundle } from './root-cas';
+export { SecretResolver, type SecretResolverOptions } from './secret-resolver';
+export { SecretsModule, type SecretsModuleOptions } from './secrets.module';

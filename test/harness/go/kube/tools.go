@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the control-plane commands this module builds, so that `go mod tidy` keeps
+// their dependencies.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)

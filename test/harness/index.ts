@@ -1,0 +1,27 @@
+// What integration tests use from the harness. The control plane itself is started once per jest run by
+// global-setup.ts; these helpers find it through process.env (ARO_TEST_CONTROL_PLANE, ARO_TEST_KUBECONFIG).
+export {
+  controlPlaneInfo,
+  hasGarbageCollector,
+  installedCrds,
+  itWithGarbageCollector,
+  testKubeConfig,
+} from './context';
+export { ControlPlane, type ControlPlaneInfo, type ControlPlaneOptions } from './control-plane';
+export { type InstalledCrd } from './crds';
+export { createTestNamespace } from './namespaces';
+export {
+  FAKE_NODE_NAME,
+  RUNNER_CONTAINER,
+  finishPodDeletion,
+  initContainerFailed,
+  nodeLost,
+  podEvicted,
+  podScheduledAndStarting,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  setPodStatus,
+} from './pod-lifecycle';
+export { processExists } from './processes';
+export { kubeConfigForUser } from './users';
+export { waitFor, type WaitForOptions } from './wait-for';

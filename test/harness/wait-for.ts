@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface WaitForOptions {
+  /** Give up after this long; default 30 s (GC and namespace deletion are asynchronous and take seconds). */
+  timeoutMs?: number;
+  /** Pause between two polls; default 100 ms. */
+  intervalMs?: number;
+  /** What is awaited, in words, for the timeout message: "pod default/x to be Running". */
+  description: string;
+}
+
+/**
+ * Polls `condition` until it returns a truthy value and resolves with that value. A throw counts as "not
+ * yet" (the object may not exist yet), but the last error and the last falsy result are kept for the
+ * timeout message, so a test that times out says what it saw rather than only that it waited.
+ */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  options: WaitForOptions,
+): Promise<NonNullable<T>> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const intervalMs = options.intervalMs ?? 100;
+  const deadline = Date.now() + timeoutMs;
+  let lastResult: unknown;
+  let lastError: unknown;
+  let polls = 0;
+  for (;;) {
+    polls += 1;
+    try {
+      const result = await condition();
+      if (result) {
+        return result as NonNullable<T>;
+      }
+      lastResult = result;
+      lastError = undefined;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() >= deadline) {
+      const seen =
+        lastError !== undefined
+          ? `the last poll threw: ${describeError(lastError)}`
+          : `the last poll returned ${JSON.stringify(lastResult)}`;
+      throw new Error(
+        `Timed out after ${timeoutMs} ms (${polls} polls) waiting for ${options.description}; ${seen}`,
+      );
+    }
+    await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())));
+  }
+}
+
+function describeError(err: unknown): string {
+  if (err instanceof Error) {
+    return err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,154 @@
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EPHEMERAL_RUNNER_FINALIZER, EphemeralRunnerKind } from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import { PodKind, SecretKind } from '@aro/kube';
+import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
+import { ControllerFixture, createScaleSet, startControllerFixture, startTestSimulator } from './fixture';
+
+describe('EphemeralRunner deletion', () => {
+  let sim: RunningSimulator;
+  let f: ControllerFixture;
+
+  beforeAll(async () => {
+    sim = await startTestSimulator();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  afterEach(async () => {
+    await f?.stop();
+  });
+
+  const actions = () =>
+    new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+      configUrl: sim.configUrl({ org: 'octo' }),
+      namespace: 'test',
+      credentials: { kind: 'pat', token: DEFAULT_PAT },
+    });
+
+  const deleteRunner = (name: string) => f.kube.delete(EphemeralRunnerKind, f.namespace, name);
+  const registrationGone = (name: string) =>
+    waitFor(() => sim.runner(name) === undefined, { description: `registration ${name} removed from the service` });
+
+  async function pendingRunner(name: string, opts: Parameters<typeof startControllerFixture>[1] = {}) {
+    f = await startControllerFixture(sim, opts);
+    await f.createRunner(name);
+    await f.waitForPod(name, (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, name);
+    return f.waitForRunner(name, (r) => r?.status?.phase === 'Pending', 'phase Pending');
+  }
+
+  it('removes the registration of a live pod before deleting the pod (gracefully) and the secret (scenario 12)', async () => {
+    await pendingRunner('del-a');
+    await deleteRunner('del-a');
+    await f.waitForRunner('del-a', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    expect(sim.runner('del-a')).toBeUndefined();
+    const pod = await f.pod('del-a');
+    // Still running: deleted with its own grace period, so its containers get their SIGTERM.
+    expect(pod?.metadata?.deletionTimestamp).toBeDefined();
+    expect(pod?.metadata?.deletionGracePeriodSeconds).toBe(30);
+    expect(await f.secret('del-a')).toBeUndefined();
+  });
+
+  it('keeps the pod of a runner executing a job, and finishes once the pod has stopped', async () => {
+    await pendingRunner('del-b');
+    const job = sim.startJob('del-b', { displayName: 'build' });
+    await deleteRunner('del-b');
+    await new Promise((r) => setTimeout(r, 1_000));
+    const runner = await f.runner('del-b');
+    expect(runner?.metadata?.deletionTimestamp).toBeDefined();
+    expect(runner?.metadata?.finalizers).toEqual([EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER]);
+    expect((await f.pod('del-b'))?.metadata?.deletionTimestamp).toBeUndefined();
+    expect(sim.runner('del-b')?.jobId).toBe(job.jobId);
+
+    sim.completeJob(job.jobId, 'succeeded');
+    await runnerContainerTerminated(f.namespace, 'del-b', 1, { phase: 'Failed' });
+    await f.waitForRunner('del-b', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    await registrationGone('del-b');
+    await f.waitForPod('del-b', (p) => p === undefined, 'the stopped pod to be gone at once');
+  });
+
+  it('recovers the registration from the jitconfig secret when the status never recorded it', async () => {
+    f = await startControllerFixture(sim);
+    await f.createRunner('del-c');
+    await f.waitForPod('del-c', (p) => p !== undefined, 'the runner pod');
+    expect((await f.runner('del-c'))?.status?.runnerId ?? 0).toBe(0);
+    expect(sim.runner('del-c')).toBeDefined();
+    await deleteRunner('del-c');
+    await f.waitForRunner('del-c', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    await registrationGone('del-c');
+  });
+
+  it('recovers the registration by name when neither status nor secret recorded it', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    await actions().generateJitRunnerConfig({ name: 'del-d', workFolder: '' }, f.scaleSetId);
+    await f.createRunner('del-d');
+    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-d', {
+      metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER] },
+    });
+    await deleteRunner('del-d');
+    await f.manager.start();
+    await f.waitForRunner('del-d', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    await registrationGone('del-d');
+  });
+
+  it('refuses to drop the finalizer when the name is registered to another scale set', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    const otherSet = await createScaleSet(sim, `other-${Date.now()}`);
+    const foreign = await actions().generateJitRunnerConfig({ name: 'del-e', workFolder: '' }, otherSet);
+    await f.createRunner('del-e');
+    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-e', {
+      metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER] },
+    });
+    await deleteRunner('del-e');
+    await f.manager.start();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const runner = await f.runner('del-e');
+    expect(runner?.metadata?.finalizers).toContain(EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
+    expect(sim.runner('del-e')?.id).toBe(foreign.runner.id);
+  });
+
+  it('deletes the pods and secrets the container hook made for the runner', async () => {
+    f = await startControllerFixture(sim);
+    await f.createRunner('del-f', (spec) => {
+      spec.spec!.containers[0].env = [{ name: 'ACTIONS_RUNNER_CONTAINER_HOOKS', value: '/home/runner/k8s/index.js' }];
+    });
+    await f.waitForPod('del-f', (p) => p !== undefined, 'the runner pod');
+    const labels = { 'runner-pod': 'del-f' };
+    await f.kube.create<V1Pod>(PodKind, {
+      metadata: { name: 'del-f-workflow', namespace: f.namespace, labels },
+      spec: { containers: [{ name: 'job', image: 'node:20' }] },
+    });
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'del-f-step', namespace: f.namespace, labels },
+      stringData: { a: 'b' },
+    });
+    await deleteRunner('del-f');
+    await f.waitForRunner('del-f', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    const hookPod = await f.pod('del-f-workflow');
+    expect(hookPod === undefined || hookPod.metadata?.deletionTimestamp !== undefined).toBe(true);
+    expect(await f.secret('del-f-step')).toBeUndefined();
+  });
+
+  it('deletes a pod whose containers all exited at once, before the kubelet reports a terminal phase', async () => {
+    await pendingRunner('del-g');
+    // All containers terminated while the phase still says Running: nothing left to stop.
+    await runnerContainerTerminated(f.namespace, 'del-g', 1, { phase: 'Running' });
+    await f.waitForRunner('del-g', (r) => Object.keys(r?.status?.failures ?? {}).length === 1, 'the failure recorded');
+    const old = (await f.runner('del-g'))!.status!.failures!;
+    const pod = await f.pod('del-g');
+    expect(pod === undefined || !Object.keys(old).includes(pod.metadata!.uid!)).toBe(true);
+  });
+
+  it('leaves the pod its own grace period when TerminatedPodGracePeriodSeconds is negative', async () => {
+    await pendingRunner('del-h', { config: { terminatedPodGracePeriodSeconds: -1 } });
+    const before = await f.pod('del-h');
+    await runnerContainerTerminated(f.namespace, 'del-h', 1, { phase: 'Running' });
+    await f.waitForRunner('del-h', (r) => Object.keys(r?.status?.failures ?? {}).length === 1, 'the failure recorded');
+    const pod = await f.pod('del-h');
+    expect(pod?.metadata?.uid).toBe(before?.metadata?.uid);
+    expect(pod?.metadata?.deletionTimestamp).toBeDefined();
+    expect(pod?.metadata?.deletionGracePeriodSeconds).toBe(30);
+  });
+});

@@ -1,0 +1,218 @@
+import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec } from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import {
+  EphemeralRunnerController,
+  EphemeralRunnerControllerConfig,
+  RunnerLifecycleObserver,
+  RunnerPodMutator,
+  setupEphemeralRunnerController,
+} from '@aro/controllers';
+import { InformerCache, KubeClient, Manager, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { createLogger, Logger } from '@aro/observability';
+import { SecretResolver, configHolderOf } from '@aro/secrets';
+import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
+import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
+
+export const GITHUB_SECRET = 'github-config-secret';
+export const USER_AGENT = 'aro-test/0.0.0';
+
+/** Test logs are silent unless ARO_TEST_LOG=debug|info is set, to keep jest's output readable. */
+export function testLogger(): Logger {
+  const level = process.env.ARO_TEST_LOG as 'debug' | 'info' | undefined;
+  return createLogger({ level: level ?? 'silent', format: 'text', destination: process.stderr });
+}
+
+/** One simulator per test file: scale sets are per test, so tests do not see each other's runners. */
+export async function startTestSimulator(): Promise<RunningSimulator> {
+  return startSimulator({ seed: { timing: { autoStartJobs: false } } });
+}
+
+export interface ControllerFixture {
+  namespace: string;
+  sim: RunningSimulator;
+  /** The test's own client, admin, used to act as the user, the listener and the kubelet. */
+  kube: KubeClient;
+  scaleSetId: number;
+  configUrl: string;
+  registry: Registry;
+  manager: Manager;
+  controller: EphemeralRunnerController;
+  /** Creates an EphemeralRunner (the runner container named `runner`) as a runner set would. */
+  createRunner(name: string, change?: (spec: EphemeralRunnerSpec) => void): Promise<EphemeralRunner>;
+  runner(name: string): Promise<EphemeralRunner | undefined>;
+  pod(name: string): Promise<V1Pod | undefined>;
+  secret(name: string): Promise<V1Secret | undefined>;
+  /** Waits for the runner to satisfy `check` (undefined = deleted), with a message naming what it waited for. */
+  waitForRunner(
+    name: string,
+    check: (r: EphemeralRunner | undefined) => boolean,
+    description: string,
+    timeoutMs?: number,
+  ): Promise<EphemeralRunner | undefined>;
+  waitForPod(name: string, check: (p: V1Pod | undefined) => boolean, description: string): Promise<V1Pod | undefined>;
+  /** Stops the controller; what it leaves behind stays for the test to inspect. */
+  stop(): Promise<void>;
+}
+
+export interface FixtureOptions {
+  config?: Partial<EphemeralRunnerControllerConfig>;
+  podMutators?: RunnerPodMutator[];
+  observers?: RunnerLifecycleObserver[];
+  /** Another scale set's id to use instead of creating one. */
+  scaleSetId?: number;
+  /** Leave the manager unstarted (the test starts it). */
+  start?: boolean;
+  /** Run without an uncached reader, as a misconfigured controller would. */
+  withoutApiReader?: boolean;
+  now?: () => number;
+  namespace?: string;
+  /** The namespace already holds the GitHub config secret (a second controller on the same namespace). */
+  skipSecret?: boolean;
+  /** Another control plane than the shared one (the namespace must then be given and exist). */
+  kubeConfig?: KubeConfig;
+}
+
+let scaleSetCounter = 0;
+
+export async function createScaleSet(sim: RunningSimulator, name: string): Promise<number> {
+  const client = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+    configUrl: sim.configUrl({ org: 'octo' }),
+    namespace: 'setup',
+    credentials: { kind: 'pat', token: DEFAULT_PAT },
+  });
+  const set = await client.createRunnerScaleSet({ name, runnerGroupId: 1 });
+  return set.id;
+}
+
+/**
+ * A namespace with the GitHub config secret, a scale set on the simulator, and a controller manager
+ * scoped to the namespace running the EphemeralRunner controller with short test timings.
+ */
+export async function startControllerFixture(
+  sim: RunningSimulator,
+  opts: FixtureOptions = {},
+): Promise<ControllerFixture> {
+  const namespace = opts.namespace ?? (await createTestNamespace('er'));
+  const kubeConfig = opts.kubeConfig ?? testKubeConfig();
+  const kube = new KubeClient(kubeConfig);
+  const logger = testLogger().child({ test: expect.getState().currentTestName ?? 'setup' });
+  if (!opts.skipSecret) {
+    await kube.create<V1Secret>(SecretKind, {
+      metadata: { name: GITHUB_SECRET, namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
+  }
+  const scaleSetId =
+    opts.scaleSetId ?? (await createScaleSet(sim, `set-${process.pid}-${Date.now()}-${++scaleSetCounter}`));
+  const configUrl = sim.configUrl({ org: 'octo' });
+
+  const registry = new Registry();
+  const controllerClient = new KubeClient(kubeConfig, { userAgent: 'aro-controller-under-test' });
+  const cache = new InformerCache(controllerClient, { namespace, logger, registry });
+  const manager = new Manager({
+    client: controllerClient,
+    cache,
+    logger,
+    registry,
+    leaderElection: false,
+    gracefulShutdownTimeoutMs: 5_000,
+  });
+  const multiClient = new MultiClient({ logger, registry, retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } });
+  const resolver = new SecretResolver({ kube: controllerClient, multiClient, logger });
+  const controller = setupEphemeralRunnerController(
+    {
+      manager,
+      client: controllerClient,
+      cache,
+      apiReader: opts.withoutApiReader ? undefined : controllerClient,
+      now: opts.now,
+      actions: { getActionsClient: (runner, signal) => resolver.getActionsClient(configHolderOf(runner), signal) },
+      logger,
+      registry,
+      podMutators: opts.podMutators,
+      observers: opts.observers,
+    },
+    {
+      userAgent: USER_AGENT,
+      namespace,
+      maxConcurrentReconciles: 2,
+      failureBackoffBaseMs: 50,
+      orphanGraceMs: 0,
+      orphanSweepIntervalMs: 60 * 60_000,
+      unregistrationDrainTimeoutMs: 2_000,
+      unregistrationJobStillRunningRetryMs: 200,
+      ...opts.config,
+    },
+  );
+  if (opts.start ?? true) await manager.start();
+
+  const read = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  const fixture: ControllerFixture = {
+    namespace,
+    sim,
+    kube,
+    scaleSetId,
+    configUrl,
+    registry,
+    manager,
+    controller,
+    async createRunner(name, change) {
+      const spec: EphemeralRunnerSpec = {
+        githubConfigUrl: configUrl,
+        githubConfigSecret: GITHUB_SECRET,
+        runnerScaleSetId: scaleSetId,
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'runner', image: 'ghcr.io/actions/actions-runner:latest', command: ['/home/runner/run.sh'] }],
+        },
+      };
+      change?.(spec);
+      return kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+        apiVersion: 'actions.github.com/v1alpha1',
+        kind: 'EphemeralRunner',
+        metadata: {
+          name,
+          namespace,
+          labels: { 'actions.github.com/scale-set-name': 'set', 'actions.github.com/scale-set-namespace': namespace },
+        },
+        spec,
+      });
+    },
+    runner: (name) => read(() => kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name)),
+    pod: (name) => read(() => kube.get<V1Pod>(PodKind, namespace, name)),
+    secret: (name) => read(() => kube.get<V1Secret>(SecretKind, namespace, name)),
+    async waitForRunner(name, check, description, timeoutMs = 30_000) {
+      let last: EphemeralRunner | undefined;
+      await waitFor(
+        async () => {
+          last = await fixture.runner(name);
+          return check(last);
+        },
+        { timeoutMs, intervalMs: 50, description: `${description} (runner ${namespace}/${name})` },
+      );
+      return last;
+    },
+    async waitForPod(name, check, description) {
+      let last: V1Pod | undefined;
+      await waitFor(
+        async () => {
+          last = await fixture.pod(name);
+          return check(last);
+        },
+        { timeoutMs: 30_000, intervalMs: 50, description: `${description} (pod ${namespace}/${name})` },
+      );
+      return last;
+    },
+    stop: () => manager.stop(),
+  };
+  return fixture;
+}

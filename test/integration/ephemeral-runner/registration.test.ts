@@ -1,0 +1,129 @@
+import type { CoreV1Event, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import { EventKind, PodKind, SecretKind } from '@aro/kube';
+import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { waitFor } from '../../harness';
+import { ControllerFixture, createScaleSet, startControllerFixture, startTestSimulator } from './fixture';
+
+const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
+
+describe('EphemeralRunner registration', () => {
+  let sim: RunningSimulator;
+  let f: ControllerFixture;
+
+  beforeAll(async () => {
+    sim = await startTestSimulator();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  afterEach(async () => {
+    await f?.stop();
+  });
+
+  const actions = () =>
+    new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+      configUrl: sim.configUrl({ org: 'octo' }),
+      namespace: 'test',
+      credentials: { kind: 'pat', token: DEFAULT_PAT },
+    });
+
+  it('replaces a stale registration of the same scale set and registers again', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    const stale = await actions().generateJitRunnerConfig({ name: 'reg-a', workFolder: '' }, f.scaleSetId);
+    await f.createRunner('reg-a');
+    await f.manager.start();
+    await f.waitForPod('reg-a', (p) => p !== undefined, 'the runner pod');
+    const registration = sim.runner('reg-a');
+    expect(registration?.id).not.toBe(stale.runner.id);
+    expect(b64((await f.secret('reg-a'))?.data?.runnerId)).toBe(String(registration?.id));
+  });
+
+  it('deletes the EphemeralRunner when its name is registered to another scale set', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    const otherSet = await createScaleSet(sim, `foreign-${Date.now()}`);
+    const foreign = await actions().generateJitRunnerConfig({ name: 'reg-b', workFolder: '' }, otherSet);
+    await f.createRunner('reg-b');
+    await f.manager.start();
+    await f.waitForRunner('reg-b', (r) => r === undefined, 'the EphemeralRunner to be deleted');
+    expect(sim.runner('reg-b')?.id).toBe(foreign.runner.id);
+  });
+
+  it('replaces a jitconfig secret with an invalid runner ID when no pod uses it', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    const created = await f.createRunner('reg-c');
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'reg-c', namespace: f.namespace },
+      stringData: { jitToken: 'x', runnerId: 'not-a-number', runnerName: 'reg-c' },
+    });
+    await f.manager.start();
+    await f.waitForPod('reg-c', (p) => p !== undefined, 'the runner pod');
+    const secret = await f.secret('reg-c');
+    expect(b64(secret?.data?.runnerId)).toBe(String(sim.runner('reg-c')?.id));
+    expect(secret?.metadata?.ownerReferences?.[0]?.uid).toBe(created.metadata?.uid);
+  });
+
+  it('keeps a jitconfig secret with an invalid runner ID while a pod exists', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    await f.createRunner('reg-d');
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'reg-d', namespace: f.namespace },
+      stringData: { jitToken: 'x', runnerId: '-4', runnerName: 'reg-d' },
+    });
+    await f.kube.create<V1Pod>(PodKind, {
+      metadata: { name: 'reg-d', namespace: f.namespace },
+      spec: { containers: [{ name: 'runner', image: 'r' }] },
+    });
+    await f.manager.start();
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(b64((await f.secret('reg-d'))?.data?.runnerId)).toBe('-4');
+    expect(sim.runner('reg-d')).toBeUndefined();
+  });
+
+  it('refuses to replace an invalid jitconfig secret without an uncached reader', async () => {
+    f = await startControllerFixture(sim, { start: false, withoutApiReader: true });
+    await f.createRunner('reg-e');
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'reg-e', namespace: f.namespace },
+      stringData: { jitToken: 'x', runnerId: '0', runnerName: 'reg-e' },
+    });
+    await f.manager.start();
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(b64((await f.secret('reg-e'))?.data?.runnerId)).toBe('0');
+    expect(await f.pod('reg-e')).toBeUndefined();
+  });
+
+  it('retries registration after the service answered with an error, without leaking registrations', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    sim.injectFault({ route: 'POST runnerscalesets/{id}/generatejitconfig', status: 500, times: 3 });
+    await f.createRunner('reg-f');
+    await f.manager.start();
+    await f.waitForPod('reg-f', (p) => p !== undefined, 'the runner pod');
+    expect(sim.registrations().filter((r) => r.name === 'reg-f')).toHaveLength(1);
+  });
+
+  it('records a Warning event on the runner when the credentials secret is missing, and recovers once it exists', async () => {
+    f = await startControllerFixture(sim, { start: false });
+    await f.createRunner('reg-g', (spec) => {
+      spec.githubConfigSecret = 'absent-secret';
+    });
+    await f.manager.start();
+    const events = await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        const forRunner = list.filter((e) => e.involvedObject?.name === 'reg-g' && e.reason === 'RegistrationFailed');
+        return forRunner.length > 0 ? forRunner : undefined;
+      },
+      { description: 'a RegistrationFailed event on reg-g' },
+    );
+    expect(events[0].message).toContain('absent-secret');
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'absent-secret', namespace: f.namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
+    await f.waitForPod('reg-g', (p) => p !== undefined, 'the runner pod once the secret exists');
+    const runner = await f.kube.get<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'reg-g');
+    expect(runner.metadata?.deletionTimestamp).toBeUndefined();
+  });
+});
