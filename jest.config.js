@@ -50,7 +50,7 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
-      roots: ['<rootDir>/test/'],
+      roots: ['<rootDir>/test/', '<rootDir>/examples/'],
       testRegex: '.*\\.test\\.ts$',
       globalSetup: '<rootDir>/test/harness/global-setup.ts',
       globalTeardown: '<rootDir>/test/harness/global-teardown.ts',

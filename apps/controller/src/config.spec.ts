@@ -41,8 +41,8 @@ describe('loadControllerConfig', () => {
   });
 
   it('refuses leader election timings that cannot work together', () => {
-    expect(() => loadControllerConfig({ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' })).toThrow(
-      /RENEW_DEADLINE_SECONDS: must be shorter than LEASE_DURATION_SECONDS/,
-    );
+    expect(() =>
+      loadControllerConfig({ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' }),
+    ).toThrow(/RENEW_DEADLINE_SECONDS: must be shorter than LEASE_DURATION_SECONDS/);
   });
 });

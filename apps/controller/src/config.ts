@@ -73,7 +73,9 @@ export class ConfigError extends Error {
 export function loadControllerConfig(env: NodeJS.ProcessEnv = process.env): ControllerConfig {
   const parsed = controllerEnvSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`).join('\n');
+    const problems = parsed.error.issues
+      .map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`)
+      .join('\n');
     throw new ConfigError(`invalid controller configuration:\n${problems}`);
   }
   return parsed.data;

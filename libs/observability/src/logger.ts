@@ -56,22 +56,38 @@ class PinoLogger implements Logger {
  * rather than through pino-pretty so that no transport thread or extra dependency is needed.
  */
 function textStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
-  const levels: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+  const levels: Record<number, string> = {
+    10: 'TRACE',
+    20: 'DEBUG',
+    30: 'INFO',
+    40: 'WARN',
+    50: 'ERROR',
+    60: 'FATAL',
+  };
   return {
     write(chunk: string | Uint8Array): boolean {
       const line = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
       try {
-        const { level, time, msg, pid: _pid, hostname: _host, err, ...rest } = JSON.parse(line) as Record<
-          string,
-          unknown
-        >;
+        const {
+          level,
+          time,
+          msg,
+          pid: _pid,
+          hostname: _host,
+          err,
+          ...rest
+        } = JSON.parse(line) as Record<string, unknown>;
         const kv = Object.entries(rest)
           .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
           .join(' ');
         const errText =
-          err && typeof err === 'object' && 'message' in err ? ` err=${JSON.stringify((err as Error).message)}` : '';
+          err && typeof err === 'object' && 'message' in err
+            ? ` err=${JSON.stringify((err as Error).message)}`
+            : '';
         const when = typeof time === 'number' ? new Date(time).toISOString() : String(time);
-        return out.write(`${when} ${levels[level as number] ?? level} ${msg}${kv ? ' ' + kv : ''}${errText}\n`);
+        return out.write(
+          `${when} ${levels[level as number] ?? level} ${msg}${kv ? ' ' + kv : ''}${errText}\n`,
+        );
       } catch {
         return out.write(line);
       }

@@ -46,5 +46,7 @@ export function getOrCreateHistogram<L extends string>(
   registry: Registry,
   config: Omit<HistogramConfiguration<L>, 'registers'>,
 ): Histogram<L> {
-  return existing<Histogram<L>>(registry, config.name) ?? new Histogram<L>({ ...config, registers: [registry] });
+  return (
+    existing<Histogram<L>>(registry, config.name) ?? new Histogram<L>({ ...config, registers: [registry] })
+  );
 }

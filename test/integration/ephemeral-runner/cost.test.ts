@@ -22,7 +22,12 @@ async function apiserverRequests(cp: ControlPlane): Promise<Map<string, number>>
 
 const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'DELETECOLLECTION']);
 /** Written by the test itself, playing the user (create), the scheduler (binding) and the kubelet (status). */
-const TEST_ONLY = new Set(['POST ephemeralrunners', 'POST pods/binding', 'PUT pods/status', 'PATCH pods/status']);
+const TEST_ONLY = new Set([
+  'POST ephemeralrunners',
+  'POST pods/binding',
+  'PUT pods/status',
+  'PATCH pods/status',
+]);
 const RUNNER_RESOURCES = /^(POST|PUT|PATCH|DELETE|APPLY) (ephemeralrunners|pods|secrets)(\/|$)/;
 
 describe('The cost of one runner', () => {
@@ -34,7 +39,11 @@ describe('The cost of one runner', () => {
   beforeAll(async () => {
     // A control plane of its own: apiserver_request_total counts every client, and the shared one
     // serves other suites running in parallel.
-    cp = await ControlPlane.start({ crdPaths: CRD_PATHS, withoutControllerManager: true, log: () => undefined });
+    cp = await ControlPlane.start({
+      crdPaths: CRD_PATHS,
+      withoutControllerManager: true,
+      log: () => undefined,
+    });
     sharedKubeconfig = process.env.ARO_TEST_KUBECONFIG;
     // The harness's kubelet stand-in acts on the control plane this variable names.
     process.env.ARO_TEST_KUBECONFIG = cp.info.kubeconfigPath;
@@ -85,7 +94,11 @@ describe('The cost of one runner', () => {
     const total = runnerWrites.reduce((sum, [, n]) => sum + n, 0);
     const events = writes.get('POST events') ?? 0;
     const actionsCalls = Object.entries(sim.callCounts()).filter(
-      ([route, n]) => n > 0 && !route.includes('registration-token') && !route.includes('runner-registration') && !route.includes('access_tokens'),
+      ([route, n]) =>
+        n > 0 &&
+        !route.includes('registration-token') &&
+        !route.includes('runner-registration') &&
+        !route.includes('access_tokens'),
     );
     const actionsTotal = actionsCalls.reduce((sum, [, n]) => sum + n, 0);
 

@@ -1,5 +1,9 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EPHEMERAL_RUNNER_FINALIZER, EphemeralRunnerKind } from '@aro/api';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  EPHEMERAL_RUNNER_FINALIZER,
+  EphemeralRunnerKind,
+} from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
@@ -29,7 +33,9 @@ describe('EphemeralRunner deletion', () => {
 
   const deleteRunner = (name: string) => f.kube.delete(EphemeralRunnerKind, f.namespace, name);
   const registrationGone = (name: string) =>
-    waitFor(() => sim.runner(name) === undefined, { description: `registration ${name} removed from the service` });
+    waitFor(() => sim.runner(name) === undefined, {
+      description: `registration ${name} removed from the service`,
+    });
 
   async function pendingRunner(name: string, opts: Parameters<typeof startControllerFixture>[1] = {}) {
     f = await startControllerFixture(sim, opts);
@@ -58,7 +64,10 @@ describe('EphemeralRunner deletion', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     const runner = await f.runner('del-b');
     expect(runner?.metadata?.deletionTimestamp).toBeDefined();
-    expect(runner?.metadata?.finalizers).toEqual([EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER]);
+    expect(runner?.metadata?.finalizers).toEqual([
+      EPHEMERAL_RUNNER_FINALIZER,
+      EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+    ]);
     expect((await f.pod('del-b'))?.metadata?.deletionTimestamp).toBeUndefined();
     expect(sim.runner('del-b')?.jobId).toBe(job.jobId);
 
@@ -112,7 +121,9 @@ describe('EphemeralRunner deletion', () => {
   it('deletes the pods and secrets the container hook made for the runner', async () => {
     f = await startControllerFixture(sim);
     await f.createRunner('del-f', (spec) => {
-      spec.spec!.containers[0].env = [{ name: 'ACTIONS_RUNNER_CONTAINER_HOOKS', value: '/home/runner/k8s/index.js' }];
+      spec.spec!.containers[0].env = [
+        { name: 'ACTIONS_RUNNER_CONTAINER_HOOKS', value: '/home/runner/k8s/index.js' },
+      ];
     });
     await f.waitForPod('del-f', (p) => p !== undefined, 'the runner pod');
     const labels = { 'runner-pod': 'del-f' };
@@ -135,7 +146,11 @@ describe('EphemeralRunner deletion', () => {
     await pendingRunner('del-g');
     // All containers terminated while the phase still says Running: nothing left to stop.
     await runnerContainerTerminated(f.namespace, 'del-g', 1, { phase: 'Running' });
-    await f.waitForRunner('del-g', (r) => Object.keys(r?.status?.failures ?? {}).length === 1, 'the failure recorded');
+    await f.waitForRunner(
+      'del-g',
+      (r) => Object.keys(r?.status?.failures ?? {}).length === 1,
+      'the failure recorded',
+    );
     const old = (await f.runner('del-g'))!.status!.failures!;
     const pod = await f.pod('del-g');
     expect(pod === undefined || !Object.keys(old).includes(pod.metadata!.uid!)).toBe(true);
@@ -145,7 +160,11 @@ describe('EphemeralRunner deletion', () => {
     await pendingRunner('del-h', { config: { terminatedPodGracePeriodSeconds: -1 } });
     const before = await f.pod('del-h');
     await runnerContainerTerminated(f.namespace, 'del-h', 1, { phase: 'Running' });
-    await f.waitForRunner('del-h', (r) => Object.keys(r?.status?.failures ?? {}).length === 1, 'the failure recorded');
+    await f.waitForRunner(
+      'del-h',
+      (r) => Object.keys(r?.status?.failures ?? {}).length === 1,
+      'the failure recorded',
+    );
     const pod = await f.pod('del-h');
     expect(pod?.metadata?.uid).toBe(before?.metadata?.uid);
     expect(pod?.metadata?.deletionTimestamp).toBeDefined();

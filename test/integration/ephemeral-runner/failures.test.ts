@@ -33,12 +33,18 @@ describe('EphemeralRunner pod failures', () => {
   }
 
   const assignJob = (name: string) =>
-    f.kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, f.namespace, name, { status: { jobId: 'job-1' } });
+    f.kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, f.namespace, name, {
+      status: { jobId: 'job-1' },
+    });
 
   it('recreates the pod and records the failure by pod UID when the runner fails with no job (scenarios 2, 10)', async () => {
     const first = await runningRunner('fail-a');
     await runnerContainerTerminated(f.namespace, 'fail-a', 1, { phase: 'Failed', reason: 'Error' });
-    const runner = await f.waitForRunner('fail-a', (r) => failureCount(r?.status) === 1, 'one recorded failure');
+    const runner = await f.waitForRunner(
+      'fail-a',
+      (r) => failureCount(r?.status) === 1,
+      'one recorded failure',
+    );
     expect(Object.keys(runner!.status!.failures!)).toEqual([first.metadata!.uid]);
     expect(runner?.status?.ready).toBe(false);
     const second = await f.waitForPod(
@@ -64,15 +70,27 @@ describe('EphemeralRunner pod failures', () => {
     await runningRunner('fail-c');
     await assignJob('fail-c');
     await f.waitForRunner('fail-c', (r) => r?.status?.phase === 'Running', 'phase Running');
-    await setPodStatus(f.namespace, 'fail-c', (pod) => ({ ...pod.status, phase: 'Failed', containerStatuses: [] }));
+    await setPodStatus(f.namespace, 'fail-c', (pod) => ({
+      ...pod.status,
+      phase: 'Failed',
+      containerStatuses: [],
+    }));
     await f.waitForRunner('fail-c', (r) => r === undefined, 'the EphemeralRunner to be deleted');
   });
 
   it('recreates the pod when it failed before the runner state was recorded and no job is assigned (scenario 5)', async () => {
     const first = await runningRunner('fail-d');
-    await setPodStatus(f.namespace, 'fail-d', (pod) => ({ ...pod.status, phase: 'Failed', containerStatuses: [] }));
+    await setPodStatus(f.namespace, 'fail-d', (pod) => ({
+      ...pod.status,
+      phase: 'Failed',
+      containerStatuses: [],
+    }));
     await f.waitForRunner('fail-d', (r) => failureCount(r?.status) === 1, 'one recorded failure');
-    await f.waitForPod('fail-d', (p) => p !== undefined && p.metadata?.uid !== first.metadata?.uid, 'a new pod');
+    await f.waitForPod(
+      'fail-d',
+      (p) => p !== undefined && p.metadata?.uid !== first.metadata?.uid,
+      'a new pod',
+    );
   });
 
   it('recreates the pod when an init container fails before the pod phase moves to Failed (scenario 6)', async () => {
@@ -83,7 +101,11 @@ describe('EphemeralRunner pod failures', () => {
     const first = await f.waitForPod('fail-e', (p) => p !== undefined, 'the runner pod');
     await initContainerFailed(f.namespace, 'fail-e', { container: 'setup', exitCode: 3 });
     await f.waitForRunner('fail-e', (r) => failureCount(r?.status) === 1, 'one recorded failure');
-    await f.waitForPod('fail-e', (p) => p !== undefined && p.metadata?.uid !== first!.metadata?.uid, 'a new pod');
+    await f.waitForPod(
+      'fail-e',
+      (p) => p !== undefined && p.metadata?.uid !== first!.metadata?.uid,
+      'a new pod',
+    );
   });
 
   it('deletes the EphemeralRunner when an init container fails with a job assigned (scenario 7)', async () => {
@@ -102,26 +124,46 @@ describe('EphemeralRunner pod failures', () => {
     const first = await runningRunner('fail-g');
     await podEvicted(f.namespace, 'fail-g');
     await f.waitForRunner('fail-g', (r) => r?.status?.reason === 'Evicted', 'the eviction recorded');
-    const second = await f.waitForPod('fail-g', (p) => p !== undefined && p.metadata?.uid !== first.metadata?.uid, 'a new pod');
+    const second = await f.waitForPod(
+      'fail-g',
+      (p) => p !== undefined && p.metadata?.uid !== first.metadata?.uid,
+      'a new pod',
+    );
     await setPodStatus(f.namespace, 'fail-g', (pod) => ({
       ...pod.status,
       phase: 'Failed',
       reason: 'OutOfcpu',
-      message: 'Pod Node didn\'t have enough resource: cpu',
+      message: "Pod Node didn't have enough resource: cpu",
     }));
     await f.waitForRunner('fail-g', (r) => failureCount(r?.status) === 2, 'two recorded failures');
-    await f.waitForPod('fail-g', (p) => p !== undefined && p.metadata?.uid !== second!.metadata?.uid, 'a third pod');
+    await f.waitForPod(
+      'fail-g',
+      (p) => p !== undefined && p.metadata?.uid !== second!.metadata?.uid,
+      'a third pod',
+    );
   });
 
   it('deletes the EphemeralRunner after more than the allowed consecutive failures (scenario 17)', async () => {
     f = await startControllerFixture(sim, { config: { maxFailures: 2, failureBackoffBaseMs: 20 } });
     await f.createRunner('fail-h');
     for (let failure = 1; failure <= 3; failure++) {
-      const pod = await f.waitForPod('fail-h', (p) => p !== undefined && !p.metadata?.deletionTimestamp, `pod ${failure}`);
+      const pod = await f.waitForPod(
+        'fail-h',
+        (p) => p !== undefined && !p.metadata?.deletionTimestamp,
+        `pod ${failure}`,
+      );
       await runnerContainerTerminated(f.namespace, 'fail-h', 1, { phase: 'Failed' });
       if (failure < 3) {
-        await f.waitForRunner('fail-h', (r) => failureCount(r?.status) === failure, `${failure} recorded failures`);
-        await f.waitForPod('fail-h', (p) => p?.metadata?.uid !== pod?.metadata?.uid, 'the failed pod replaced');
+        await f.waitForRunner(
+          'fail-h',
+          (r) => failureCount(r?.status) === failure,
+          `${failure} recorded failures`,
+        );
+        await f.waitForPod(
+          'fail-h',
+          (p) => p?.metadata?.uid !== pod?.metadata?.uid,
+          'the failed pod replaced',
+        );
       }
     }
     await f.waitForRunner('fail-h', (r) => r === undefined, 'the EphemeralRunner to be deleted');

@@ -51,7 +51,11 @@ export interface ControllerFixture {
     description: string,
     timeoutMs?: number,
   ): Promise<EphemeralRunner | undefined>;
-  waitForPod(name: string, check: (p: V1Pod | undefined) => boolean, description: string): Promise<V1Pod | undefined>;
+  waitForPod(
+    name: string,
+    check: (p: V1Pod | undefined) => boolean,
+    description: string,
+  ): Promise<V1Pod | undefined>;
   /** Stops the controller; what it leaves behind stays for the test to inspect. */
   stop(): Promise<void>;
 }
@@ -119,7 +123,11 @@ export async function startControllerFixture(
     leaderElection: false,
     gracefulShutdownTimeoutMs: 5_000,
   });
-  const multiClient = new MultiClient({ logger, registry, retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } });
+  const multiClient = new MultiClient({
+    logger,
+    registry,
+    retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 },
+  });
   const resolver = new SecretResolver({ kube: controllerClient, multiClient, logger });
   const controller = setupEphemeralRunnerController(
     {
@@ -128,7 +136,9 @@ export async function startControllerFixture(
       cache,
       apiReader: opts.withoutApiReader ? undefined : controllerClient,
       now: opts.now,
-      actions: { getActionsClient: (runner, signal) => resolver.getActionsClient(configHolderOf(runner), signal) },
+      actions: {
+        getActionsClient: (runner, signal) => resolver.getActionsClient(configHolderOf(runner), signal),
+      },
       logger,
       registry,
       podMutators: opts.podMutators,
@@ -172,7 +182,13 @@ export async function startControllerFixture(
         runnerScaleSetId: scaleSetId,
         spec: {
           restartPolicy: 'Never',
-          containers: [{ name: 'runner', image: 'ghcr.io/actions/actions-runner:latest', command: ['/home/runner/run.sh'] }],
+          containers: [
+            {
+              name: 'runner',
+              image: 'ghcr.io/actions/actions-runner:latest',
+              command: ['/home/runner/run.sh'],
+            },
+          ],
         },
       };
       change?.(spec);
@@ -182,7 +198,10 @@ export async function startControllerFixture(
         metadata: {
           name,
           namespace,
-          labels: { 'actions.github.com/scale-set-name': 'set', 'actions.github.com/scale-set-namespace': namespace },
+          labels: {
+            'actions.github.com/scale-set-name': 'set',
+            'actions.github.com/scale-set-namespace': namespace,
+          },
         },
         spec,
       });

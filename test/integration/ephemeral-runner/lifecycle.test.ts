@@ -32,11 +32,14 @@ describe('EphemeralRunner lifecycle', () => {
       (r) => (r?.metadata?.finalizers ?? []).length === 2,
       'both finalizers',
     );
-    expect(runner?.metadata?.finalizers).toEqual([EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER]);
+    expect(runner?.metadata?.finalizers).toEqual([
+      EPHEMERAL_RUNNER_FINALIZER,
+      EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+    ]);
 
-    const secret = await f.waitForPod('runner-a', (p) => p !== undefined, 'the runner pod').then(() =>
-      f.secret('runner-a'),
-    );
+    const secret = await f
+      .waitForPod('runner-a', (p) => p !== undefined, 'the runner pod')
+      .then(() => f.secret('runner-a'));
     const registration = sim.runner('runner-a');
     expect(registration).toMatchObject({ name: 'runner-a', scaleSetId: f.scaleSetId, status: 'offline' });
     expect(b64(secret?.data?.runnerId)).toBe(String(registration?.id));
@@ -60,7 +63,10 @@ describe('EphemeralRunner lifecycle', () => {
     const pod = await f.waitForPod('runner-b', (p) => p !== undefined, 'the runner pod');
     const runnerContainer = pod!.spec!.containers.find((c) => c.name === 'runner')!;
     const env = Object.fromEntries((runnerContainer.env ?? []).map((e) => [e.name, e]));
-    expect(env.ACTIONS_RUNNER_INPUT_JITCONFIG.valueFrom?.secretKeyRef).toEqual({ name: 'runner-b', key: 'jitToken' });
+    expect(env.ACTIONS_RUNNER_INPUT_JITCONFIG.valueFrom?.secretKeyRef).toEqual({
+      name: 'runner-b',
+      key: 'jitToken',
+    });
     expect(env.GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT.value).toBe(USER_AGENT);
     expect(env.ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE.value).toBe('1');
     expect(pod!.spec!.containers.find((c) => c.name === 'sidecar')!.env).toBeUndefined();
@@ -83,7 +89,12 @@ describe('EphemeralRunner lifecycle', () => {
     await runnerContainerRunning(f.namespace, 'runner-c', { ready: false });
     runner = await f.waitForRunner('runner-c', (r) => r?.status?.phase === 'Pending', 'phase Pending');
     const registration = sim.runner('runner-c');
-    expect(runner?.status).toMatchObject({ phase: 'Pending', ready: false, runnerId: registration?.id, runnerName: 'runner-c' });
+    expect(runner?.status).toMatchObject({
+      phase: 'Pending',
+      ready: false,
+      runnerId: registration?.id,
+      runnerName: 'runner-c',
+    });
   });
 
   it('follows the most recent Ready condition into status.ready (scenario 15)', async () => {
@@ -100,16 +111,26 @@ describe('EphemeralRunner lifecycle', () => {
         { type: 'Ready', status: 'False', lastTransitionTime: new Date() },
       ],
     }));
-    await f.waitForRunner('runner-d', (r) => r?.status?.ready === false, 'ready false after the latest condition');
+    await f.waitForRunner(
+      'runner-d',
+      (r) => r?.status?.ready === false,
+      'ready false after the latest condition',
+    );
   });
 
   it('does not set a phase while the runner container has no state (scenario 16)', async () => {
     f = await startControllerFixture(sim);
     await f.createRunner('runner-e');
     await f.waitForPod('runner-e', (p) => p !== undefined, 'the runner pod');
-    await setPodStatus(f.namespace, 'runner-e', (pod) => ({ ...pod.status, phase: 'Pending', containerStatuses: [] }));
+    await setPodStatus(f.namespace, 'runner-e', (pod) => ({
+      ...pod.status,
+      phase: 'Pending',
+      containerStatuses: [],
+    }));
     // A later, unrelated write gives the controller every chance to act on the pod it saw.
-    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'runner-e', { metadata: { labels: { poke: '1' } } });
+    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'runner-e', {
+      metadata: { labels: { poke: '1' } },
+    });
     await new Promise((r) => setTimeout(r, 500));
     expect((await f.runner('runner-e'))?.status?.phase).toBeUndefined();
   });

@@ -24,7 +24,9 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
   async function gauge(fixture: ControllerFixture, phase: string): Promise<number> {
     const metric = fixture.registry.getSingleMetric(`gha_controller_${phase}_ephemeral_runners`);
     const values = (await metric?.get())?.values ?? [];
-    return values.filter((v) => v.labels.namespace === fixture.namespace).reduce((sum, v) => sum + v.value, 0);
+    return values
+      .filter((v) => v.labels.namespace === fixture.namespace)
+      .reduce((sum, v) => sum + v.value, 0);
   }
 
   it('keeps the phase gauges right through every transition and after deletion', async () => {
@@ -37,7 +39,9 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     };
     await labelled('m-a');
     await labelled('m-b');
-    await waitFor(async () => (await gauge(fx, 'pending')) === 2, { description: 'two pending runners counted' });
+    await waitFor(async () => (await gauge(fx, 'pending')) === 2, {
+      description: 'two pending runners counted',
+    });
 
     await fx.kube.mergePatchStatus(EphemeralRunnerKind, fx.namespace, 'm-a', { status: { jobId: 'j' } });
     await fx.waitForRunner('m-a', (r) => r?.status?.phase === 'Running', 'phase Running');
@@ -58,7 +62,9 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     await fx.waitForRunner('m-b', (r) => r === undefined, 'the outdated runner deleted');
     await waitFor(
       async () => {
-        const all = await Promise.all(['pending', 'running', 'outdated', 'succeeded', 'failed'].map((p) => gauge(fx, p)));
+        const all = await Promise.all(
+          ['pending', 'running', 'outdated', 'succeeded', 'failed'].map((p) => gauge(fx, p)),
+        );
         return all.every((v) => v === 0);
       },
       { description: 'every gauge back at zero' },
@@ -90,7 +96,11 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     const faultId = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });
     await runnerContainerTerminated(first.namespace, 'crash-a', 1, { phase: 'Failed' });
     await first.kube.delete(EphemeralRunnerKind, first.namespace, 'crash-a');
-    await first.waitForRunner('crash-a', (r) => r === undefined, 'the EphemeralRunner gone, its finalizer released');
+    await first.waitForRunner(
+      'crash-a',
+      (r) => r === undefined,
+      'the EphemeralRunner gone, its finalizer released',
+    );
     expect(sim.runner('crash-a')).toBeDefined();
 
     // The crash: the queued removal dies with the process.
@@ -100,8 +110,14 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     expect(sim.runner('crash-a')).toBeDefined();
 
     // A new leader sweeps at start and finds the registration no EphemeralRunner holds.
-    g = await startControllerFixture(sim, { namespace: first.namespace, scaleSetId: first.scaleSetId, skipSecret: true });
-    await waitFor(() => sim.runner('crash-a') === undefined, { description: 'the orphaned registration removed' });
+    g = await startControllerFixture(sim, {
+      namespace: first.namespace,
+      scaleSetId: first.scaleSetId,
+      skipSecret: true,
+    });
+    await waitFor(() => sim.runner('crash-a') === undefined, {
+      description: 'the orphaned registration removed',
+    });
   });
 
   it('leaves alone registrations of runners that exist, and waits out the grace before removing orphans', async () => {
@@ -109,7 +125,11 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     await fx.createRunner('keep-a');
     await fx.waitForPod('keep-a', (p) => p !== undefined, 'the runner pod');
     const orphan = await new MultiClient({ retry: { maxRetries: 0 } })
-      .getClientFor({ configUrl: fx.configUrl, namespace: 'x', credentials: { kind: 'pat', token: DEFAULT_PAT } })
+      .getClientFor({
+        configUrl: fx.configUrl,
+        namespace: 'x',
+        credentials: { kind: 'pat', token: DEFAULT_PAT },
+      })
       .generateJitRunnerConfig({ name: 'nobody-holds-me', workFolder: '' }, fx.scaleSetId);
     expect(await fx.controller.sweep.sweepOnce()).toBe(0);
     expect(await fx.controller.sweep.sweepOnce()).toBe(0);

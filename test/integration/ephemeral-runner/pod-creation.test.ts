@@ -5,7 +5,13 @@ import type { RunningSimulator } from '../../../apps/simulator/src';
 import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
 import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
 
-const ResourceQuotaKind = { group: '', version: 'v1', kind: 'ResourceQuota', plural: 'resourcequotas', namespaced: true };
+const ResourceQuotaKind = {
+  group: '',
+  version: 'v1',
+  kind: 'ResourceQuota',
+  plural: 'resourcequotas',
+  namespaced: true,
+};
 const PolicyKind = {
   group: 'admissionregistration.k8s.io',
   version: 'v1',
@@ -13,7 +19,11 @@ const PolicyKind = {
   plural: 'validatingadmissionpolicies',
   namespaced: false,
 };
-const BindingKind = { ...PolicyKind, kind: 'ValidatingAdmissionPolicyBinding', plural: 'validatingadmissionpolicybindings' };
+const BindingKind = {
+  ...PolicyKind,
+  kind: 'ValidatingAdmissionPolicyBinding',
+  plural: 'validatingadmissionpolicybindings',
+};
 
 describe('EphemeralRunner pod creation', () => {
   let sim: RunningSimulator;
@@ -30,9 +40,9 @@ describe('EphemeralRunner pod creation', () => {
   });
 
   const events = async (name: string, reason: string) =>
-    (
-      await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace })
-    ).filter((e) => e.involvedObject?.name === name && e.reason === reason);
+    (await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace })).filter(
+      (e) => e.involvedObject?.name === name && e.reason === reason,
+    );
 
   /**
    * A quota of no pods. Without kube-controller-manager's quota controller the test writes the quota
@@ -53,12 +63,19 @@ describe('EphemeralRunner pod creation', () => {
     await f.createRunner('pod-a', (spec) => {
       spec.proxySecretRef = 'set-proxy';
       // The controller's own calls to the simulator honour the same settings: keep them off the proxy.
-      spec.proxy = { http: { url: 'http://proxy:3128' }, https: { url: 'http://proxy:3128' }, noProxy: ['127.0.0.1'] };
+      spec.proxy = {
+        http: { url: 'http://proxy:3128' },
+        https: { url: 'http://proxy:3128' },
+        noProxy: ['127.0.0.1'],
+      };
     });
     const pod = await f.waitForPod('pod-a', (p) => p !== undefined, 'the runner pod');
     const env = pod!.spec!.containers.find((c) => c.name === 'runner')!.env!;
     for (const name of ['http_proxy', 'https_proxy', 'no_proxy']) {
-      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef).toEqual({ name: 'set-proxy', key: name });
+      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef).toEqual({
+        name: 'set-proxy',
+        key: name,
+      });
     }
   });
 
@@ -100,8 +117,14 @@ describe('EphemeralRunner pod creation', () => {
       metadata: { name: policy },
       spec: {
         failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
-        validations: [{ expression: 'false', reason: 'Forbidden', message: 'runner pods are not allowed here' }],
+        matchConstraints: {
+          resourceRules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] },
+          ],
+        },
+        validations: [
+          { expression: 'false', reason: 'Forbidden', message: 'runner pods are not allowed here' },
+        ],
       },
     } as never);
     await f.kube.create(BindingKind, {
@@ -109,7 +132,9 @@ describe('EphemeralRunner pod creation', () => {
       spec: {
         policyName: policy,
         validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.namespace } } },
+        matchResources: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.namespace } },
+        },
       },
     } as never);
     try {

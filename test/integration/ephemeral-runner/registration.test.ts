@@ -112,7 +112,9 @@ describe('EphemeralRunner registration', () => {
     const events = await waitFor(
       async () => {
         const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
-        const forRunner = list.filter((e) => e.involvedObject?.name === 'reg-g' && e.reason === 'RegistrationFailed');
+        const forRunner = list.filter(
+          (e) => e.involvedObject?.name === 'reg-g' && e.reason === 'RegistrationFailed',
+        );
         return forRunner.length > 0 ? forRunner : undefined;
       },
       { description: 'a RegistrationFailed event on reg-g' },

@@ -61,7 +61,13 @@ import {
   removeRunnerOfLivePod,
   runnerSelfDeregistered,
 } from './runner-registration';
-import { buildJitSecret, buildRunnerPod, proxyEnv, runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
+import {
+  buildJitSecret,
+  buildRunnerPod,
+  proxyEnv,
+  runnerIdFromSecret,
+  runnerNameFromSecret,
+} from './runner-resources';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
 /** How long a runner being deleted while its pod executes a job waits before the service is asked again. */
@@ -172,7 +178,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     const key = `${req.namespace}/${req.name}`;
     const behind = this.ownWrites.behindMs(key, runner.metadata?.resourceVersion);
     if (behind > 0) {
-      log.debug('The cached runner predates this controller\'s last write; waiting for its event');
+      log.debug("The cached runner predates this controller's last write; waiting for its event");
       return requeueAfter(behind);
     }
 
@@ -195,7 +201,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
           runner = await this.queueUnregistration(runner, ctx.signal, log);
         } catch (err) {
           if (!isConflict(err)) throw err;
-          log.debug('The cached runner is behind the API server; looking again before releasing its registration');
+          log.debug(
+            'The cached runner is behind the API server; looking again before releasing its registration',
+          );
           return { requeue: true };
         }
       }
@@ -206,7 +214,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
       return done;
     }
 
-    if (!hasFinalizer(runner, EPHEMERAL_RUNNER_FINALIZER) || !hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) {
+    if (
+      !hasFinalizer(runner, EPHEMERAL_RUNNER_FINALIZER) ||
+      !hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)
+    ) {
       log.info('Adding finalizers');
       const copy = new LazyCopy(runner);
       const finalizers = new Set(runner.metadata?.finalizers ?? []);
@@ -301,18 +312,24 @@ export class EphemeralRunnerReconciler implements Reconciler {
       if (runnerSelfDeregistered(runner)) {
         log.info('Runner exited successfully and deregistered itself; skipping its removal from the service');
       } else {
-        const getClient: ActionsClientGetter = onceAsync(() => this.deps.actions.getActionsClient(runner, signal));
+        const getClient: ActionsClientGetter = onceAsync(() =>
+          this.deps.actions.getActionsClient(runner, signal),
+        );
         // Resolved before the finalizer goes: recovering an ID the status never recorded reads the
         // jitconfig secret, which the cleanup below deletes.
         runnerId = await registeredRunnerId(runner, this.deps.client, getClient, log);
         if (runnerId !== 0) {
           try {
-            if (await removeRunnerOfLivePod(runner, runnerId, this.deps.apiReader, getClient, log)) runnerId = 0;
+            if (await removeRunnerOfLivePod(runner, runnerId, this.deps.apiReader, getClient, log))
+              runnerId = 0;
           } catch (err) {
             if (!isJobStillRunning(err)) {
-              throw new Error(`failed to remove the runner of a live pod from the service: ${describe(err)}`, {
-                cause: err,
-              });
+              throw new Error(
+                `failed to remove the runner of a live pod from the service: ${describe(err)}`,
+                {
+                  cause: err,
+                },
+              );
             }
             log.info('Runner is still executing a job; keeping its pod', {
               runnerId,
@@ -340,7 +357,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
           await this.patch(runner, copy.mergePatch({ optimisticLock: true }));
         } catch (err) {
           if (!isConflict(err)) throw err;
-          log.debug('The cached runner is behind the API server; looking again before releasing its registration');
+          log.debug(
+            'The cached runner is behind the API server; looking again before releasing its registration',
+          );
           return { requeue: true };
         }
       }
@@ -362,7 +381,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
       }
       // The patch that lets the API server delete the object answers with the version it read, not a
       // new one; the copy just finalized is nonetheless gone, and must not be finalized again.
-      this.ownWrites.record(`${runner.metadata?.namespace}/${runner.metadata?.name}`, runner.metadata?.resourceVersion, '');
+      this.ownWrites.record(
+        `${runner.metadata?.namespace}/${runner.metadata?.name}`,
+        runner.metadata?.resourceVersion,
+        '',
+      );
       log.info('Removed the finalizers; the EphemeralRunner is gone');
     }
     return done;
@@ -377,23 +400,22 @@ export class EphemeralRunnerReconciler implements Reconciler {
     try {
       return { secret: await this.deps.client.get<V1Secret>(SecretKind, namespace, name) };
     } catch (err) {
-      if (!isNotFound(err)) throw new Error(`failed to fetch the jitconfig secret: ${describe(err)}`, { cause: err });
+      if (!isNotFound(err))
+        throw new Error(`failed to fetch the jitconfig secret: ${describe(err)}`, { cause: err });
     }
 
     let jit;
     try {
-      jit = await createJitConfig(
-        runner,
-        () => this.deps.actions.getActionsClient(runner, signal),
-        log,
-      );
+      jit = await createJitConfig(runner, () => this.deps.actions.getActionsClient(runner, signal), log);
     } catch (err) {
       if (err instanceof RetryableRegistrationError) {
         log.info('Registration conflict resolved; retrying', { reason: err.message });
         return { result: requeueAfter(REGISTRATION_RETRY_MS) };
       }
       if (err instanceof FatalRegistrationError) {
-        log.info('JIT config cannot be created for this runner; deleting the EphemeralRunner', { reason: err.message });
+        log.info('JIT config cannot be created for this runner; deleting the EphemeralRunner', {
+          reason: err.message,
+        });
         this.deps.events?.record(runner, 'Warning', 'RegistrationConflict', err.message);
         // Names are unique across the service's scope, so a name held by another scale set means this
         // runner holds no registration: its registration finalizer has nothing to release. Left in
@@ -433,9 +455,12 @@ export class EphemeralRunnerReconciler implements Reconciler {
     const { namespace = '', name = '' } = runner.metadata ?? {};
     log.error('The jitconfig secret holds an invalid runner ID', cause);
     if (!this.deps.apiReader) {
-      throw new Error(`cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`, {
-        cause,
-      });
+      throw new Error(
+        `cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`,
+        {
+          cause,
+        },
+      );
     }
     try {
       await this.deps.apiReader.get(PodKind, namespace, name);
@@ -447,13 +472,20 @@ export class EphemeralRunnerReconciler implements Reconciler {
         );
       }
       log.info('Deleting the corrupted jitconfig secret; no pod uses it');
-      this.deps.events?.record(runner, 'Warning', 'CorruptJitConfigSecret', `${describe(cause)}; replacing the secret`);
+      this.deps.events?.record(
+        runner,
+        'Warning',
+        'CorruptJitConfigSecret',
+        `${describe(cause)}; replacing the secret`,
+      );
       await this.deps.client.delete(SecretKind, namespace, name, {
         preconditions: secret.metadata?.uid ? { uid: secret.metadata.uid } : undefined,
       });
       return requeueAfter(REGISTRATION_RETRY_MS);
     }
-    throw new Error(`the jitconfig secret is corrupt and its pod exists, keeping both: ${describe(cause)}`, { cause });
+    throw new Error(`the jitconfig secret is corrupt and its pod exists, keeping both: ${describe(cause)}`, {
+      cause,
+    });
   }
 
   private async createPod(runner: EphemeralRunner, secret: V1Secret, log: Logger): Promise<Result> {
@@ -475,20 +507,39 @@ export class EphemeralRunnerReconciler implements Reconciler {
         const created = new Date(runner.metadata?.creationTimestamp ?? this.now()).getTime();
         if (created + QUOTA_RECREATE_AFTER_MS < this.now()) {
           log.error('Resource quota still exceeded after 10 minutes; recreating the EphemeralRunner', err);
-          this.deps.events?.record(runner, 'Warning', 'QuotaExceeded', `${statusMessage(err)}; recreating the runner`);
-          await this.deps.client.delete(EphemeralRunnerKind, runner.metadata?.namespace ?? '', runner.metadata?.name ?? '');
+          this.deps.events?.record(
+            runner,
+            'Warning',
+            'QuotaExceeded',
+            `${statusMessage(err)}; recreating the runner`,
+          );
+          await this.deps.client.delete(
+            EphemeralRunnerKind,
+            runner.metadata?.namespace ?? '',
+            runner.metadata?.name ?? '',
+          );
           return done;
         }
         log.warn('Resource quota exceeded; retrying the pod later', {
           requeueAfterMs: QUOTA_RETRY_MS,
           message: statusMessage(err),
         });
-        this.deps.events?.record(runner, 'Warning', 'QuotaExceeded', `${statusMessage(err)}; retrying in 30s`);
+        this.deps.events?.record(
+          runner,
+          'Warning',
+          'QuotaExceeded',
+          `${statusMessage(err)}; retrying in 30s`,
+        );
         return requeueAfter(QUOTA_RETRY_MS);
       }
       if (isInvalid(err) || isForbidden(err)) {
         log.error('The runner pod was refused; marking the runner Failed', err);
-        await this.markAsFailed(runner, `Failed to create the pod: ${describe(err)}`, REASON_INVALID_POD_FAILURE, log);
+        await this.markAsFailed(
+          runner,
+          `Failed to create the pod: ${describe(err)}`,
+          REASON_INVALID_POD_FAILURE,
+          log,
+        );
         return done;
       }
       throw new Error(`failed to create the runner pod: ${describe(err)}`, { cause: err });
@@ -560,13 +611,21 @@ export class EphemeralRunnerReconciler implements Reconciler {
   }
 
   private async succeed(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<Result> {
-    await this.patchStatus(runner, {
-      phase: EphemeralRunnerPhase.Succeeded,
-      ready: false,
-      reason: pod.status?.reason,
-      message: pod.status?.message,
-    }, log);
-    await this.deps.client.delete(EphemeralRunnerKind, runner.metadata?.namespace ?? '', runner.metadata?.name ?? '');
+    await this.patchStatus(
+      runner,
+      {
+        phase: EphemeralRunnerPhase.Succeeded,
+        ready: false,
+        reason: pod.status?.reason,
+        message: pod.status?.message,
+      },
+      log,
+    );
+    await this.deps.client.delete(
+      EphemeralRunnerKind,
+      runner.metadata?.namespace ?? '',
+      runner.metadata?.name ?? '',
+    );
     return done;
   }
 
@@ -588,7 +647,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
         'RunnerPodFailed',
         `The runner pod failed while job ${runner.status?.jobId} was assigned; the runner is deleted and replaced`,
       );
-      await this.deps.client.delete(EphemeralRunnerKind, runner.metadata?.namespace ?? '', runner.metadata?.name ?? '');
+      await this.deps.client.delete(
+        EphemeralRunnerKind,
+        runner.metadata?.namespace ?? '',
+        runner.metadata?.name ?? '',
+      );
       return;
     }
     await this.deletePodAsFailed(runner, pod, log);
@@ -621,10 +684,19 @@ export class EphemeralRunnerReconciler implements Reconciler {
     );
   }
 
-  private async markAsFailed(runner: EphemeralRunner, message: string, reason: string, log: Logger): Promise<void> {
+  private async markAsFailed(
+    runner: EphemeralRunner,
+    message: string,
+    reason: string,
+    log: Logger,
+  ): Promise<void> {
     log.info('Marking the runner Failed', { reason });
     this.deps.events?.record(runner, 'Warning', reason, message);
-    const updated = await this.patchStatus(runner, { phase: EphemeralRunnerPhase.Failed, reason, message }, log);
+    const updated = await this.patchStatus(
+      runner,
+      { phase: EphemeralRunnerPhase.Failed, reason, message },
+      log,
+    );
     // A failed runner stays until its set deletes it, which can take long: release the registration now.
     await this.queueUnregistration(updated, new AbortController().signal, log);
   }
@@ -652,7 +724,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
    * that follows would queue it again) and what makes it safe to call twice: a released runner is
    * left alone.
    */
-  private async queueUnregistration(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<EphemeralRunner> {
+  private async queueUnregistration(
+    runner: EphemeralRunner,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<EphemeralRunner> {
     if (!hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) return runner;
     let runnerId = 0;
     if (runnerSelfDeregistered(runner)) {
@@ -667,7 +743,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     }
     const copy = new LazyCopy(runner);
     removeFinalizer(copy.mutate(), EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
-    let updated = runner;
+    let updated: EphemeralRunner;
     try {
       // Pinned to the resourceVersion read, so that a runner read from a cache that has not seen its
       // release yet gets a conflict rather than a second removal.
@@ -783,7 +859,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
             kind === PodKind ? this.deletePodOptions(item as V1Pod) : undefined,
           );
         } catch (err) {
-          errors.push(new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describe(err)}`));
+          errors.push(
+            new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describe(err)}`),
+          );
         }
       }
     };
@@ -847,7 +925,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (from !== to) {
       this.publishPhase(updated, to);
       log.info('Runner phase changed', { from: from ?? '', to });
-      if (to === EphemeralRunnerPhase.Pending || to === EphemeralRunnerPhase.Running || to === EphemeralRunnerPhase.Succeeded) {
+      if (
+        to === EphemeralRunnerPhase.Pending ||
+        to === EphemeralRunnerPhase.Running ||
+        to === EphemeralRunnerPhase.Succeeded
+      ) {
         this.deps.events?.record(updated, 'Normal', `Runner${to}`, this.transitionMessage(updated, to));
       }
       for (const observer of this.deps.observers ?? []) {

@@ -14,6 +14,5 @@ export function failureBackoffMs(failures: number, baseMs = DEFAULT_FAILURE_BACK
   return Math.min(baseMs * 2 ** (failures - 1), 24 * 60 * 60 * 1000);
 }
 
-
 /** The default number of pod failures after which the EphemeralRunner is recreated, as upstream. */
 export const DEFAULT_MAX_FAILURES = 5;

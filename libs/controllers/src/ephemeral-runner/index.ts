@@ -1,5 +1,8 @@
 export { EphemeralRunnerReconciler, BUSY_RUNNER_REQUEUE_MS } from './ephemeral-runner.reconciler';
-export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } from './ephemeral-runner.reconciler';
+export type {
+  EphemeralRunnerReconcilerDeps,
+  EphemeralRunnerReconcilerOptions,
+} from './ephemeral-runner.reconciler';
 export * from './extensions';
 export * from './failure-backoff';
 export { OrphanRegistrationSweep, type OrphanRegistrationSweepOptions } from './orphan-sweep';

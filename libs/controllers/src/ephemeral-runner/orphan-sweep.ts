@@ -63,7 +63,8 @@ export class OrphanRegistrationSweep implements Runnable {
       }
       // A registration first seen in this pass is re-checked once its grace has passed, not a full
       // interval later, so that a crash's leftovers go within minutes of the restart.
-      const wait = this.firstSeenOrphaned.size > 0 ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs;
+      const wait =
+        this.firstSeenOrphaned.size > 0 ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs;
       await sleep(wait, signal);
     }
   }
@@ -121,11 +122,14 @@ export class OrphanRegistrationSweep implements Runnable {
         const firstSeen = this.firstSeenOrphaned.get(orphanKey);
         if (firstSeen === undefined) {
           this.firstSeenOrphaned.set(orphanKey, now);
-          log.info('Found a runner registration without an EphemeralRunner; removing it once its grace passes', {
-            runnerId: registration.id,
-            runnerName: registration.name,
-            graceMs: this.graceMs,
-          });
+          log.info(
+            'Found a runner registration without an EphemeralRunner; removing it once its grace passes',
+            {
+              runnerId: registration.id,
+              runnerName: registration.name,
+              graceMs: this.graceMs,
+            },
+          );
           if (this.graceMs > 0) continue;
         } else if (now - firstSeen < this.graceMs) {
           continue;

@@ -2,7 +2,7 @@ import { OwnWrites } from './own-writes';
 
 describe('OwnWrites', () => {
   it('reports a cached copy the controller already wrote past as behind, until the cache moves on', () => {
-    let now = 0;
+    const now = 0;
     const writes = new OwnWrites(10_000, () => now);
     writes.record('ns/r', '10', '11');
     writes.record('ns/r', '11', '12');

@@ -11,9 +11,18 @@ type PhaseLabel = (typeof LABELS)[number];
  * succeeded and outdated gauges are ARO's, so that every phase a runner can be in is counted.
  */
 const GAUGES: Record<EphemeralRunnerPhase, { name: string; help: string }> = {
-  Pending: { name: 'gha_controller_pending_ephemeral_runners', help: 'Number of ephemeral runners in a pending state.' },
-  Running: { name: 'gha_controller_running_ephemeral_runners', help: 'Number of ephemeral runners in a running state.' },
-  Failed: { name: 'gha_controller_failed_ephemeral_runners', help: 'Number of ephemeral runners in a failed state.' },
+  Pending: {
+    name: 'gha_controller_pending_ephemeral_runners',
+    help: 'Number of ephemeral runners in a pending state.',
+  },
+  Running: {
+    name: 'gha_controller_running_ephemeral_runners',
+    help: 'Number of ephemeral runners in a running state.',
+  },
+  Failed: {
+    name: 'gha_controller_failed_ephemeral_runners',
+    help: 'Number of ephemeral runners in a failed state.',
+  },
   Succeeded: {
     name: 'gha_controller_succeeded_ephemeral_runners',
     help: 'Number of ephemeral runners in a succeeded state, waiting to be deleted.',
@@ -30,7 +39,10 @@ const GAUGES: Record<EphemeralRunnerPhase, { name: string; help: string }> = {
  * gauges stay right without ever listing the runners.
  */
 export class EphemeralRunnerPhaseMetrics {
-  private readonly counted = new Map<string, { phase: EphemeralRunnerPhase; labels: Record<PhaseLabel, string> }>();
+  private readonly counted = new Map<
+    string,
+    { phase: EphemeralRunnerPhase; labels: Record<PhaseLabel, string> }
+  >();
   private readonly gauges: Record<EphemeralRunnerPhase, Gauge<PhaseLabel>>;
 
   constructor(

@@ -2,9 +2,23 @@ import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { initContainerFailed, podDeleteOptions, podReady, podTerminated } from './pod-state';
 
 const running = (name: string): V1ContainerStatus =>
-  ({ name, ready: true, restartCount: 0, image: 'i', imageID: '', state: { running: {} } }) as V1ContainerStatus;
+  ({
+    name,
+    ready: true,
+    restartCount: 0,
+    image: 'i',
+    imageID: '',
+    state: { running: {} },
+  }) as V1ContainerStatus;
 const exited = (name: string, exitCode: number): V1ContainerStatus =>
-  ({ name, ready: false, restartCount: 0, image: 'i', imageID: '', state: { terminated: { exitCode } } }) as V1ContainerStatus;
+  ({
+    name,
+    ready: false,
+    restartCount: 0,
+    image: 'i',
+    imageID: '',
+    state: { terminated: { exitCode } },
+  }) as V1ContainerStatus;
 
 function pod(opts: {
   containers?: string[];
@@ -41,7 +55,9 @@ describe('podTerminated', () => {
 
   it('is false while a native sidecar (init container) is still running', () => {
     expect(
-      podTerminated(pod({ phase: 'Running', statuses: [exited('runner', 0)], initStatuses: [running('proxy')] })),
+      podTerminated(
+        pod({ phase: 'Running', statuses: [exited('runner', 0)], initStatuses: [running('proxy')] }),
+      ),
     ).toBe(false);
   });
 
@@ -51,7 +67,11 @@ describe('podTerminated', () => {
   });
 
   it('needs every container to have reported before the phase is terminal', () => {
-    const halfReported = pod({ containers: ['runner', 'sidecar'], phase: 'Running', statuses: [exited('runner', 0)] });
+    const halfReported = pod({
+      containers: ['runner', 'sidecar'],
+      phase: 'Running',
+      statuses: [exited('runner', 0)],
+    });
     expect(podTerminated(halfReported)).toBe(false);
   });
 

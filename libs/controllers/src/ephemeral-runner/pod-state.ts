@@ -82,7 +82,10 @@ export function isBeingDeleted(obj: { metadata?: { deletionTimestamp?: Date | st
  * leader's reconcile is still in flight while the new one replaces pods: the UID turns that delete
  * into a conflict instead of killing a job with no grace at all.
  */
-export function podDeleteOptions(pod: V1Pod, terminatedGracePeriodSeconds: number): DeleteOptions | undefined {
+export function podDeleteOptions(
+  pod: V1Pod,
+  terminatedGracePeriodSeconds: number,
+): DeleteOptions | undefined {
   if (!podTerminated(pod) || terminatedGracePeriodSeconds < 0) return undefined;
   return {
     gracePeriodSeconds: terminatedGracePeriodSeconds,

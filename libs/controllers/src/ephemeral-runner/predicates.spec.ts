@@ -12,7 +12,12 @@ describe('ephemeralRunnerPredicate', () => {
   const update = (a: EphemeralRunner, b: EphemeralRunner) => ephemeralRunnerPredicate().update!(a, b);
 
   it('drops updates that only change job details the reconciler never reads', () => {
-    expect(update(runner({ phase: 'Running', jobId: 'j' }), runner({ phase: 'Running', jobId: 'j', jobDisplayName: 'build' }))).toBe(false);
+    expect(
+      update(
+        runner({ phase: 'Running', jobId: 'j' }),
+        runner({ phase: 'Running', jobId: 'j', jobDisplayName: 'build' }),
+      ),
+    ).toBe(false);
   });
 
   it('passes updates of the phase, readiness, identity, job assignment, failures and finalizers', () => {
@@ -34,7 +39,9 @@ describe('ownedPodPredicate', () => {
   const update = (a: V1Pod, b: V1Pod) => ownedPodPredicate().update!(a, b);
 
   it('drops updates of pod fields the reconciler never reads', () => {
-    expect(update(pod({ phase: 'Running' }), pod({ phase: 'Running', podIP: '10.0.0.1', hostIP: '10.0.0.2' }))).toBe(false);
+    expect(
+      update(pod({ phase: 'Running' }), pod({ phase: 'Running', podIP: '10.0.0.1', hostIP: '10.0.0.2' })),
+    ).toBe(false);
   });
 
   it('passes container status, phase, readiness and UID changes', () => {
@@ -42,12 +49,14 @@ describe('ownedPodPredicate', () => {
     expect(
       update(
         pod({ containerStatuses: [] }),
-        pod({ containerStatuses: [{ name: 'runner', image: 'i', imageID: '', ready: false, restartCount: 0 }] }),
+        pod({
+          containerStatuses: [{ name: 'runner', image: 'i', imageID: '', ready: false, restartCount: 0 }],
+        }),
       ),
     ).toBe(true);
-    expect(
-      update(pod({ conditions: [] }), pod({ conditions: [{ type: 'Ready', status: 'True' }] })),
-    ).toBe(true);
+    expect(update(pod({ conditions: [] }), pod({ conditions: [{ type: 'Ready', status: 'True' }] }))).toBe(
+      true,
+    );
     expect(update(pod({}, 'u1'), pod({}, 'u2'))).toBe(true);
   });
 });

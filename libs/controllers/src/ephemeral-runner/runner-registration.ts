@@ -59,7 +59,9 @@ export async function createJitConfig(
   try {
     client = await getClient();
   } catch (err) {
-    throw new Error(`failed to get actions client for generating JIT config: ${describe(err)}`, { cause: err });
+    throw new Error(`failed to get actions client for generating JIT config: ${describe(err)}`, {
+      cause: err,
+    });
   }
   const name = runner.metadata?.name ?? '';
   const scaleSetId = runner.spec.runnerScaleSetId;
@@ -123,9 +125,12 @@ export async function registeredRunnerId(
     secret = await secrets.get<V1Secret>(SecretKind, namespace, name);
   } catch (err) {
     if (!isNotFound(err)) {
-      throw new Error(`failed to read the jitconfig secret of a runner without a recorded ID: ${describe(err)}`, {
-        cause: err,
-      });
+      throw new Error(
+        `failed to read the jitconfig secret of a runner without a recorded ID: ${describe(err)}`,
+        {
+          cause: err,
+        },
+      );
     }
   }
   if (secret) {
@@ -175,7 +180,9 @@ export async function removeRunnerOfLivePod(
   log: Logger,
 ): Promise<boolean> {
   if (!apiReader) {
-    throw new Error('no uncached reader is configured: cannot confirm the runner pod state without the cache');
+    throw new Error(
+      'no uncached reader is configured: cannot confirm the runner pod state without the cache',
+    );
   }
   let pod: V1Pod;
   try {

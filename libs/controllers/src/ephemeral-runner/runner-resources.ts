@@ -139,7 +139,9 @@ export function runnerIdFromSecret(secret: V1Secret): number {
   const text = raw === undefined ? undefined : Buffer.from(raw, 'base64').toString('utf8');
   const id = text !== undefined && /^-?\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
   if (!Number.isSafeInteger(id)) {
-    throw new Error(`invalid runner ID in jitconfig secret: ${JSON.stringify(text ?? null)} is not an integer`);
+    throw new Error(
+      `invalid runner ID in jitconfig secret: ${JSON.stringify(text ?? null)} is not an integer`,
+    );
   }
   if (id <= 0) {
     throw new Error(`invalid runner ID in jitconfig secret: ${id}`);

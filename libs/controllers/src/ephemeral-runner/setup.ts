@@ -1,6 +1,13 @@
 import type { Registry } from 'prom-client';
 import { EphemeralRunnerKind } from '@aro/api';
-import { ControllerBuilder, KubeClient, Manager, PodKind, Reader, resourceVersionChangedPredicate } from '@aro/kube';
+import {
+  ControllerBuilder,
+  KubeClient,
+  Manager,
+  PodKind,
+  Reader,
+  resourceVersionChangedPredicate,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { metricsRegistry } from '@aro/observability';
 import { EventRecorder } from '../events/event-recorder';

@@ -23,14 +23,32 @@ class Registrations implements ActionsClientProvider {
         this.removeCalls++;
         const registration = this.held.get(id);
         if (!registration) {
-          throw new ActionsError({ kind: 'RunnerNotFound', statusCode: 404, detail: 'runner not found', method: 'DELETE', url: 'agents/x' });
+          throw new ActionsError({
+            kind: 'RunnerNotFound',
+            statusCode: 404,
+            detail: 'runner not found',
+            method: 'DELETE',
+            url: 'agents/x',
+          });
         }
         if (registration.failuresLeft > 0) {
           registration.failuresLeft--;
-          throw new ActionsError({ kind: 'Other', statusCode: 500, detail: 'boom', method: 'DELETE', url: 'agents/x' });
+          throw new ActionsError({
+            kind: 'Other',
+            statusCode: 500,
+            detail: 'boom',
+            method: 'DELETE',
+            url: 'agents/x',
+          });
         }
         if (registration.busy) {
-          throw new ActionsError({ kind: 'JobStillRunning', statusCode: 400, detail: 'job still running', method: 'DELETE', url: 'agents/x' });
+          throw new ActionsError({
+            kind: 'JobStillRunning',
+            statusCode: 400,
+            detail: 'job still running',
+            method: 'DELETE',
+            url: 'agents/x',
+          });
         }
         this.held.delete(id);
       },
@@ -156,7 +174,12 @@ describe('UnregistrationQueue options', () => {
   it('keeps its defaults for options passed as undefined', async () => {
     const service = new Registrations();
     service.register(1);
-    const queue = new UnregistrationQueue({ actions: service, logger: silentLogger, registry: new Registry(), workers: undefined });
+    const queue = new UnregistrationQueue({
+      actions: service,
+      logger: silentLogger,
+      registry: new Registry(),
+      workers: undefined,
+    });
     const stop = new AbortController();
     const running = queue.start(stop.signal);
     queue.push(runner('r1'), 1);

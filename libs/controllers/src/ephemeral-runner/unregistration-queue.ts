@@ -188,7 +188,11 @@ export class UnregistrationQueue implements Runnable {
 
   private async unregister([key, request]: [string, Unregistration], signal: AbortSignal): Promise<void> {
     const { runner, runnerId } = request;
-    const log = this.opts.logger.child({ namespace: runner.metadata?.namespace, name: runner.metadata?.name, runnerId });
+    const log = this.opts.logger.child({
+      namespace: runner.metadata?.namespace,
+      name: runner.metadata?.name,
+      runnerId,
+    });
     let retryAfterMs: number | undefined;
     try {
       const client = await this.opts.actions.getActionsClient(runner, signal);
@@ -225,7 +229,11 @@ export class UnregistrationQueue implements Runnable {
     }
     if (retryAfterMs !== undefined && this.running) {
       // Re-queued under the same key: the claim is kept, so nothing can queue it alongside.
-      this.pending.set(key, { ...request, attempts: request.attempts + 1, readyAt: Date.now() + retryAfterMs });
+      this.pending.set(key, {
+        ...request,
+        attempts: request.attempts + 1,
+        readyAt: Date.now() + retryAfterMs,
+      });
       this.wake();
     }
     this.updateDepth();

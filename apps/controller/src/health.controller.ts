@@ -1,0 +1,44 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { KUBE_MANAGER, Manager } from '@aro/kube';
+
+/**
+ * Probes for Kubernetes. /healthz fails when a watch or a controller is stuck (an informer silent past
+ * its bound, a reconcile that never returns, a runnable that died), so the kubelet restarts a process
+ * that cannot recover by itself. /readyz succeeds once the caches are synced, or while standing by as
+ * a non-leader: a standby is ready to take over, and failing it would only churn the rollout.
+ */
+@Controller()
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicators: HealthIndicatorService,
+    @Inject(KUBE_MANAGER) private readonly manager: Manager,
+  ) {}
+
+  @Get('healthz')
+  @HealthCheck()
+  liveness() {
+    return this.health.check([
+      () => {
+        const session = this.indicators.check('manager');
+        const status = this.manager.health();
+        return status.healthy ? session.up() : session.down({ reason: status.reason ?? 'unhealthy' });
+      },
+    ]);
+  }
+
+  @Get('readyz')
+  @HealthCheck()
+  readiness() {
+    return this.health.check([
+      () => {
+        const session = this.indicators.check('manager');
+        const leader = this.manager.isLeader();
+        return this.manager.isReady()
+          ? session.up({ leader })
+          : session.down({ leader, reason: 'caches are not synced yet' });
+      },
+    ]);
+  }
+}

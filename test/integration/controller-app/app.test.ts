@@ -1,0 +1,118 @@
+import type { V1Lease, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
+import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
+import { BootedApp, bootControllerApp } from './boot';
+
+describe('The controller app', () => {
+  let sim: RunningSimulator;
+  let booted: BootedApp[] = [];
+
+  beforeAll(async () => {
+    sim = await startTestSimulator();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  afterEach(async () => {
+    for (const b of booted) await b.close();
+    booted = [];
+  });
+
+  async function runnerIn(namespace: string, name: string): Promise<void> {
+    const kube = new KubeClient(testKubeConfig());
+    await kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'gh', namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
+    await kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+      apiVersion: 'actions.github.com/v1alpha1',
+      kind: 'EphemeralRunner',
+      metadata: { name, namespace },
+      spec: {
+        githubConfigUrl: sim.configUrl({ org: 'octo' }),
+        githubConfigSecret: 'gh',
+        runnerScaleSetId: await createScaleSet(sim, `app-${namespace}`),
+        spec: { containers: [{ name: 'runner', image: 'r' }] },
+      },
+    });
+  }
+
+  it('serves health, readiness and metrics, leads, and reconciles runners', async () => {
+    const namespace = await createTestNamespace('app');
+    const app = await bootControllerApp({ WATCH_NAMESPACE: namespace, LEADER_ELECTION_NAMESPACE: namespace });
+    booted.push(app);
+    expect((await app.get('/healthz')).status).toBe(200);
+    await waitFor(async () => (await app.get('/readyz')).status === 200, {
+      description: '/readyz to answer 200',
+    });
+    await app.manager.elected();
+
+    await runnerIn(namespace, 'app-runner');
+    const kube = new KubeClient(testKubeConfig());
+    await waitFor(
+      () =>
+        kube.get(PodKind, namespace, 'app-runner').then(
+          () => true,
+          () => false,
+        ),
+      {
+        description: 'the runner pod created by the app',
+      },
+    );
+
+    const metrics = (await app.get('/metrics')).body;
+    expect(metrics).toMatch(
+      /controller_runtime_reconcile_total\{controller="ephemeralrunner",result="success"\} [1-9]/,
+    );
+    expect(metrics).toContain('workqueue_adds_total{name="ephemeralrunner"}');
+    expect(metrics).toMatch(/leader_election_master_status\{name="aro-controller"\} 1/);
+    expect(metrics).toContain('aro_runner_unregistration_queue_depth');
+    expect(metrics).toContain('nodejs_heap_size_total_bytes');
+  });
+
+  it('stands by while another replica leads, ready but idle, and takes over when it shuts down', async () => {
+    const namespace = await createTestNamespace('app-ha');
+    const env = {
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION_NAMESPACE: namespace,
+      LEASE_DURATION_SECONDS: '4',
+      RENEW_DEADLINE_SECONDS: '3',
+      RETRY_PERIOD_SECONDS: '0.5',
+    };
+    const leader = await bootControllerApp(env);
+    booted.push(leader);
+    await leader.manager.elected();
+    const standby = await bootControllerApp(env);
+    booted.push(standby);
+    await waitFor(async () => (await standby.get('/readyz')).status === 200, {
+      description: 'the standby ready',
+    });
+    expect(standby.manager.isLeader()).toBe(false);
+    expect((await standby.get('/readyz')).body).toContain('"leader":false');
+
+    await leader.close();
+    booted = booted.filter((b) => b !== leader);
+    const kube = new KubeClient(testKubeConfig());
+    await waitFor(() => standby.manager.isLeader(), {
+      description: 'the standby to take over',
+      timeoutMs: 20_000,
+    });
+    const lease = await kube.get<V1Lease>(LeaseKind, namespace, 'aro-controller');
+    expect(lease.spec?.holderIdentity).toBe(standby.manager.identity);
+
+    await runnerIn(namespace, 'ha-runner');
+    await waitFor(
+      () =>
+        kube.get(PodKind, namespace, 'ha-runner').then(
+          () => true,
+          (e) => (isNotFound(e) ? false : Promise.reject(e)),
+        ),
+      {
+        description: 'the new leader to reconcile',
+      },
+    );
+  });
+});
