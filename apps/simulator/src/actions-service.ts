@@ -6,7 +6,6 @@ import { MessageQueue } from './message-queue';
 import type {
   EnqueueJobOptions,
   JobResult,
-  JobState,
   JobView,
   RunnerView,
   ScaleSetLabel,
@@ -71,25 +70,8 @@ interface Session {
   closed: AbortController;
 }
 
-interface Job {
-  jobId: string;
-  runnerRequestId: number;
-  state: JobState;
-  labels: string[];
-  repo: string;
-  workflowRef: string;
-  displayName: string;
-  eventName: string;
-  workflowRunId: number;
-  scaleSetId: number | null;
-  runnerId: number | null;
-  runnerName: string | null;
-  result: JobResult | null;
-  startAttempts: number;
-  queueTime: string;
-  scaleSetAssignTime: string;
-  runnerAssignTime: string;
-  finishTime: string;
+/** A job as the service keeps it: what JobView shows, plus the bookkeeping of offers and timers. */
+interface Job extends JobView {
   offeredAt: number;
   acquiredAt: number;
   durationMs: number | null;

@@ -4,41 +4,22 @@ import {
   EPHEMERAL_RUNNER_FINALIZER,
   EphemeralRunnerKind,
 } from '@aro/api';
-import { MultiClient } from '@aro/actions';
 import { PodKind, SecretKind } from '@aro/kube';
-import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
-import { ControllerFixture, createScaleSet, startControllerFixture, startTestSimulator } from './fixture';
+import { ControllerFixture, controllerSuite, createScaleSet, FixtureOptions } from './fixture';
 
 describe('EphemeralRunner deletion', () => {
-  let sim: RunningSimulator;
+  const suite = controllerSuite();
   let f: ControllerFixture;
-
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  afterEach(async () => {
-    await f?.stop();
-  });
-
-  const actions = () =>
-    new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
-      configUrl: sim.configUrl({ org: 'octo' }),
-      namespace: 'test',
-      credentials: { kind: 'pat', token: DEFAULT_PAT },
-    });
 
   const deleteRunner = (name: string) => f.kube.delete(EphemeralRunnerKind, f.namespace, name);
   const registrationGone = (name: string) =>
-    waitFor(() => sim.runner(name) === undefined, {
+    waitFor(() => suite.sim.runner(name) === undefined, {
       description: `registration ${name} removed from the service`,
     });
 
-  async function pendingRunner(name: string, opts: Parameters<typeof startControllerFixture>[1] = {}) {
-    f = await startControllerFixture(sim, opts);
+  async function pendingRunner(name: string, opts: FixtureOptions = {}) {
+    f = await suite.start(opts);
     await f.createRunner(name);
     await f.waitForPod(name, (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, name);
@@ -49,7 +30,7 @@ describe('EphemeralRunner deletion', () => {
     await pendingRunner('del-a');
     await deleteRunner('del-a');
     await f.waitForRunner('del-a', (r) => r === undefined, 'the EphemeralRunner to be gone');
-    expect(sim.runner('del-a')).toBeUndefined();
+    expect(suite.sim.runner('del-a')).toBeUndefined();
     const pod = await f.pod('del-a');
     // Still running: deleted with its own grace period, so its containers get their SIGTERM.
     expect(pod?.metadata?.deletionTimestamp).toBeDefined();
@@ -59,7 +40,7 @@ describe('EphemeralRunner deletion', () => {
 
   it('keeps the pod of a runner executing a job, and finishes once the pod has stopped', async () => {
     await pendingRunner('del-b');
-    const job = sim.startJob('del-b', { displayName: 'build' });
+    const job = suite.sim.startJob('del-b', { displayName: 'build' });
     await deleteRunner('del-b');
     await new Promise((r) => setTimeout(r, 1_000));
     const runner = await f.runner('del-b');
@@ -69,9 +50,9 @@ describe('EphemeralRunner deletion', () => {
       EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
     ]);
     expect((await f.pod('del-b'))?.metadata?.deletionTimestamp).toBeUndefined();
-    expect(sim.runner('del-b')?.jobId).toBe(job.jobId);
+    expect(suite.sim.runner('del-b')?.jobId).toBe(job.jobId);
 
-    sim.completeJob(job.jobId, 'succeeded');
+    suite.sim.completeJob(job.jobId, 'succeeded');
     await runnerContainerTerminated(f.namespace, 'del-b', 1, { phase: 'Failed' });
     await f.waitForRunner('del-b', (r) => r === undefined, 'the EphemeralRunner to be gone');
     await registrationGone('del-b');
@@ -79,19 +60,19 @@ describe('EphemeralRunner deletion', () => {
   });
 
   it('recovers the registration from the jitconfig secret when the status never recorded it', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('del-c');
     await f.waitForPod('del-c', (p) => p !== undefined, 'the runner pod');
     expect((await f.runner('del-c'))?.status?.runnerId ?? 0).toBe(0);
-    expect(sim.runner('del-c')).toBeDefined();
+    expect(suite.sim.runner('del-c')).toBeDefined();
     await deleteRunner('del-c');
     await f.waitForRunner('del-c', (r) => r === undefined, 'the EphemeralRunner to be gone');
     await registrationGone('del-c');
   });
 
   it('recovers the registration by name when neither status nor secret recorded it', async () => {
-    f = await startControllerFixture(sim, { start: false });
-    await actions().generateJitRunnerConfig({ name: 'del-d', workFolder: '' }, f.scaleSetId);
+    f = await suite.start({ start: false });
+    await suite.actions().generateJitRunnerConfig({ name: 'del-d', workFolder: '' }, f.scaleSetId);
     await f.createRunner('del-d');
     await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-d', {
       metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER] },
@@ -103,9 +84,11 @@ describe('EphemeralRunner deletion', () => {
   });
 
   it('refuses to drop the finalizer when the name is registered to another scale set', async () => {
-    f = await startControllerFixture(sim, { start: false });
-    const otherSet = await createScaleSet(sim, `other-${Date.now()}`);
-    const foreign = await actions().generateJitRunnerConfig({ name: 'del-e', workFolder: '' }, otherSet);
+    f = await suite.start({ start: false });
+    const otherSet = await createScaleSet(suite.sim, `other-${Date.now()}`);
+    const foreign = await suite
+      .actions()
+      .generateJitRunnerConfig({ name: 'del-e', workFolder: '' }, otherSet);
     await f.createRunner('del-e');
     await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-e', {
       metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER] },
@@ -115,11 +98,11 @@ describe('EphemeralRunner deletion', () => {
     await new Promise((r) => setTimeout(r, 1_500));
     const runner = await f.runner('del-e');
     expect(runner?.metadata?.finalizers).toContain(EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
-    expect(sim.runner('del-e')?.id).toBe(foreign.runner.id);
+    expect(suite.sim.runner('del-e')?.id).toBe(foreign.runner.id);
   });
 
   it('deletes the pods and secrets the container hook made for the runner', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('del-f', (spec) => {
       spec.spec!.containers[0].env = [
         { name: 'ACTIONS_RUNNER_CONTAINER_HOOKS', value: '/home/runner/k8s/index.js' },

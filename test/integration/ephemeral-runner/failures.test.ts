@@ -1,5 +1,4 @@
 import { EphemeralRunner, EphemeralRunnerKind, failureCount } from '@aro/api';
-import type { RunningSimulator } from '../../../apps/simulator/src';
 import {
   initContainerFailed,
   podEvicted,
@@ -7,24 +6,14 @@ import {
   runnerContainerTerminated,
   setPodStatus,
 } from '../../harness';
-import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
+import { ControllerFixture, controllerSuite, FixtureOptions } from './fixture';
 
 describe('EphemeralRunner pod failures', () => {
-  let sim: RunningSimulator;
+  const suite = controllerSuite();
   let f: ControllerFixture;
 
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  afterEach(async () => {
-    await f?.stop();
-  });
-
-  async function runningRunner(name: string, opts: Parameters<typeof startControllerFixture>[1] = {}) {
-    f = await startControllerFixture(sim, opts);
+  async function runningRunner(name: string, opts: FixtureOptions = {}) {
+    f = await suite.start(opts);
     await f.createRunner(name);
     const pod = await f.waitForPod(name, (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, name);
@@ -54,7 +43,7 @@ describe('EphemeralRunner pod failures', () => {
     );
     expect(second?.metadata?.uid).not.toBe(first.metadata?.uid);
     // The registration is kept for the new pod: the JIT config in the secret is still valid.
-    expect(sim.runner('fail-a')).toBeDefined();
+    expect(suite.sim.runner('fail-a')).toBeDefined();
   });
 
   it('deletes the EphemeralRunner when its pod fails with a job assigned, releasing the registration (scenario 3)', async () => {
@@ -94,7 +83,7 @@ describe('EphemeralRunner pod failures', () => {
   });
 
   it('recreates the pod when an init container fails before the pod phase moves to Failed (scenario 6)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('fail-e', (spec) => {
       spec.spec!.initContainers = [{ name: 'setup', image: 'busybox' }];
     });
@@ -109,7 +98,7 @@ describe('EphemeralRunner pod failures', () => {
   });
 
   it('deletes the EphemeralRunner when an init container fails with a job assigned (scenario 7)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('fail-f', (spec) => {
       spec.spec!.initContainers = [{ name: 'setup', image: 'busybox' }];
     });
@@ -144,7 +133,7 @@ describe('EphemeralRunner pod failures', () => {
   });
 
   it('deletes the EphemeralRunner after more than the allowed consecutive failures (scenario 17)', async () => {
-    f = await startControllerFixture(sim, { config: { maxFailures: 2, failureBackoffBaseMs: 20 } });
+    f = await suite.start({ config: { maxFailures: 2, failureBackoffBaseMs: 20 } });
     await f.createRunner('fail-h');
     for (let failure = 1; failure <= 3; failure++) {
       const pod = await f.waitForPod(
@@ -171,7 +160,7 @@ describe('EphemeralRunner pod failures', () => {
 
   it('waits out the backoff after a failure before creating the next pod', async () => {
     // A first failure waits one backoff base; with a base of a minute, no new pod may appear meanwhile.
-    f = await startControllerFixture(sim, { config: { failureBackoffBaseMs: 60_000 } });
+    f = await suite.start({ config: { failureBackoffBaseMs: 60_000 } });
     await f.createRunner('fail-i');
     const first = await f.waitForPod('fail-i', (p) => p !== undefined, 'the first pod');
     await runnerContainerTerminated(f.namespace, 'fail-i', 1, { phase: 'Failed' });
@@ -184,7 +173,7 @@ describe('EphemeralRunner pod failures', () => {
 
   async function waitForRegistrationGone(name: string): Promise<void> {
     const until = Date.now() + 15_000;
-    while (sim.runner(name) !== undefined) {
+    while (suite.sim.runner(name) !== undefined) {
       if (Date.now() > until) throw new Error(`registration ${name} still on the simulator`);
       await new Promise((r) => setTimeout(r, 50));
     }

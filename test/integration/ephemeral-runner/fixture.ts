@@ -1,7 +1,7 @@
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec } from '@aro/api';
-import { MultiClient } from '@aro/actions';
+import { ActionsServiceClient, MultiClient } from '@aro/actions';
 import {
   EphemeralRunnerController,
   EphemeralRunnerControllerConfig,
@@ -149,7 +149,8 @@ export async function startControllerFixture(
       namespace,
       maxConcurrentReconciles: 2,
       failureBackoffBaseMs: 50,
-      orphanGraceMs: 0,
+      // Tests that exercise the sweep set their own grace; others must not see it remove anything.
+      orphanGraceMs: 60 * 60_000,
       orphanSweepIntervalMs: 60 * 60_000,
       unregistrationDrainTimeoutMs: 2_000,
       unregistrationJobStillRunningRetryMs: 200,
@@ -234,4 +235,49 @@ export async function startControllerFixture(
     stop: () => manager.stop(),
   };
   return fixture;
+}
+
+export interface ControllerSuite {
+  /** The suite's simulator, started before the first test. */
+  readonly sim: RunningSimulator;
+  /** A controller fixture on the suite's simulator, stopped after the test. */
+  start(opts?: FixtureOptions): Promise<ControllerFixture>;
+  /** An Actions client with the simulator's PAT, to arrange registrations as another party would. */
+  actions(): ActionsServiceClient;
+}
+
+/** One simulator for a describe block, and a controller per test that is stopped after it. */
+export function controllerSuite(): ControllerSuite {
+  let sim: RunningSimulator | undefined;
+  const started: ControllerFixture[] = [];
+  beforeAll(async () => {
+    sim = await startTestSimulator();
+  });
+  afterEach(async () => {
+    for (const fixture of started.splice(0)) await fixture.stop();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  const current = (): RunningSimulator => {
+    if (!sim) throw new Error('the suite simulator is used before beforeAll ran');
+    return sim;
+  };
+  return {
+    get sim() {
+      return current();
+    },
+    async start(opts) {
+      const fixture = await startControllerFixture(current(), opts);
+      started.push(fixture);
+      return fixture;
+    },
+    actions() {
+      return new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+        configUrl: current().configUrl({ org: 'octo' }),
+        namespace: 'test',
+        credentials: { kind: 'pat', token: DEFAULT_PAT },
+      });
+    },
+  };
 }

@@ -4,28 +4,17 @@ import {
   EphemeralRunner,
   EphemeralRunnerKind,
 } from '@aro/api';
-import type { RunningSimulator } from '../../../apps/simulator/src';
 import { runnerContainerRunning, runnerContainerTerminated, setPodStatus } from '../../harness';
-import { ControllerFixture, USER_AGENT, startControllerFixture, startTestSimulator } from './fixture';
+import { ControllerFixture, controllerSuite, USER_AGENT } from './fixture';
 
 const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
 describe('EphemeralRunner lifecycle', () => {
-  let sim: RunningSimulator;
+  const suite = controllerSuite();
   let f: ControllerFixture;
 
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  afterEach(async () => {
-    await f?.stop();
-  });
-
   it('adds both finalizers and creates the jitconfig secret holding the registration (scenario 1)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-a');
     const runner = await f.waitForRunner(
       'runner-a',
@@ -40,7 +29,7 @@ describe('EphemeralRunner lifecycle', () => {
     const secret = await f
       .waitForPod('runner-a', (p) => p !== undefined, 'the runner pod')
       .then(() => f.secret('runner-a'));
-    const registration = sim.runner('runner-a');
+    const registration = suite.sim.runner('runner-a');
     expect(registration).toMatchObject({ name: 'runner-a', scaleSetId: f.scaleSetId, status: 'offline' });
     expect(b64(secret?.data?.runnerId)).toBe(String(registration?.id));
     expect(b64(secret?.data?.runnerName)).toBe('runner-a');
@@ -54,7 +43,7 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('creates the runner pod from the template with the JIT config and operator env injected', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-b', (spec) => {
       spec.spec!.containers.push({ name: 'sidecar', image: 'busybox' });
       spec.spec!.containers[0].workingDir = '/home/runner/_work';
@@ -74,12 +63,12 @@ describe('EphemeralRunner lifecycle', () => {
     expect(pod!.metadata?.labels?.['pod-template-hash']).toMatch(/^[0-9a-f]{10}$/);
     expect(pod!.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'EphemeralRunner', controller: true });
     // The work folder is registered with the service from the runner container's workingDir.
-    const registration = sim.registrations().find((r) => r.name === 'runner-b');
+    const registration = suite.sim.registrations().find((r) => r.name === 'runner-b');
     expect(registration).toBeDefined();
   });
 
   it('publishes Pending with the runner identity in one status patch once the runner container runs (scenarios 13, 14)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-c');
     await f.waitForPod('runner-c', (p) => p !== undefined, 'the runner pod');
     let runner = await f.runner('runner-c');
@@ -88,7 +77,7 @@ describe('EphemeralRunner lifecycle', () => {
 
     await runnerContainerRunning(f.namespace, 'runner-c', { ready: false });
     runner = await f.waitForRunner('runner-c', (r) => r?.status?.phase === 'Pending', 'phase Pending');
-    const registration = sim.runner('runner-c');
+    const registration = suite.sim.runner('runner-c');
     expect(runner?.status).toMatchObject({
       phase: 'Pending',
       ready: false,
@@ -98,7 +87,7 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('follows the most recent Ready condition into status.ready (scenario 15)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-d');
     await f.waitForPod('runner-d', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-d', { ready: true });
@@ -119,7 +108,7 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('does not set a phase while the runner container has no state (scenario 16)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-e');
     await f.waitForPod('runner-e', (p) => p !== undefined, 'the runner pod');
     await setPodStatus(f.namespace, 'runner-e', (pod) => ({
@@ -136,7 +125,7 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('promotes Pending to Running when the listener records a job', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-f');
     await f.waitForPod('runner-f', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-f');
@@ -149,7 +138,7 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('does not mark Succeeded while the pod has not reported the runner terminated (scenario 20)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-g');
     await f.waitForPod('runner-g', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-g');
@@ -162,23 +151,23 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('deletes the EphemeralRunner after a clean exit, without asking the service to remove the runner (scenario 21)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-h');
     await f.waitForPod('runner-h', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-h');
     await f.waitForRunner('runner-h', (r) => r?.status?.phase === 'Pending', 'phase Pending');
-    sim.resetCallCounts();
-    sim.runnerExited('runner-h', 0);
+    suite.sim.resetCallCounts();
+    suite.sim.runnerExited('runner-h', 0);
     await runnerContainerTerminated(f.namespace, 'runner-h', 0, { phase: 'Succeeded' });
     await f.waitForRunner('runner-h', (r) => r === undefined, 'the EphemeralRunner to be gone');
     await f.waitForPod('runner-h', (p) => p === undefined, 'the pod to be gone');
     expect(await f.secret('runner-h')).toBeUndefined();
-    expect(sim.runner('runner-h')).toBeUndefined();
-    expect(sim.callCount('DELETE agents/{id}')).toBe(0);
+    expect(suite.sim.runner('runner-h')).toBeUndefined();
+    expect(suite.sim.callCount('DELETE agents/{id}')).toBe(0);
   });
 
   it('treats a Failed pod whose runner container exited 0 as success (scenarios 8, 9)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('runner-i');
     await f.waitForPod('runner-i', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-i');
@@ -186,7 +175,7 @@ describe('EphemeralRunner lifecycle', () => {
     await f.kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'runner-i', {
       status: { jobId: 'job-9' },
     });
-    sim.runnerExited('runner-i', 0);
+    suite.sim.runnerExited('runner-i', 0);
     await runnerContainerTerminated(f.namespace, 'runner-i', 0, { phase: 'Failed' });
     await f.waitForRunner('runner-i', (r) => r === undefined, 'the EphemeralRunner to be gone');
   });

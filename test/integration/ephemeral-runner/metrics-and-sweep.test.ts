@@ -114,6 +114,7 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
       namespace: first.namespace,
       scaleSetId: first.scaleSetId,
       skipSecret: true,
+      config: { orphanGraceMs: 500 },
     });
     await waitFor(() => sim.runner('crash-a') === undefined, {
       description: 'the orphaned registration removed',

@@ -1,9 +1,8 @@
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { EventKind } from '@aro/kube';
-import type { RunningSimulator } from '../../../apps/simulator/src';
 import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
-import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
+import { ControllerFixture, controllerSuite } from './fixture';
 
 const ResourceQuotaKind = {
   group: '',
@@ -26,18 +25,8 @@ const BindingKind = {
 };
 
 describe('EphemeralRunner pod creation', () => {
-  let sim: RunningSimulator;
+  const suite = controllerSuite();
   let f: ControllerFixture;
-
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  afterEach(async () => {
-    await f?.stop();
-  });
 
   const events = async (name: string, reason: string) =>
     (await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace })).filter(
@@ -59,7 +48,7 @@ describe('EphemeralRunner pod creation', () => {
   }
 
   it('passes the proxy settings to the runner container from the proxy secret (scenario 23)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('pod-a', (spec) => {
       spec.proxySecretRef = 'set-proxy';
       // The controller's own calls to the simulator honour the same settings: keep them off the proxy.
@@ -80,7 +69,7 @@ describe('EphemeralRunner pod creation', () => {
   });
 
   it('sets only the proxy variables the spec configures', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('pod-b', (spec) => {
       spec.proxySecretRef = 'set-proxy';
       spec.proxy = { https: { url: 'http://proxy:3128' } };
@@ -93,7 +82,7 @@ describe('EphemeralRunner pod creation', () => {
   });
 
   it('marks the runner Failed (InvalidPod) and releases its registration when the pod is invalid (scenario 11)', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('pod-c', (spec) => {
       spec.spec!.containers[0].name = 'Not_A_Valid_Name';
       spec.spec!.containers.push({ name: 'runner', image: 'r' });
@@ -106,12 +95,12 @@ describe('EphemeralRunner pod creation', () => {
       (r) => !(r?.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER),
       'the registration finalizer dropped',
     );
-    await waitFor(() => sim.runner('pod-c') === undefined, { description: 'the registration removed' });
+    await waitFor(() => suite.sim.runner('pod-c') === undefined, { description: 'the registration removed' });
     expect((await events('pod-c', 'InvalidPod')).length).toBeGreaterThan(0);
   });
 
   it('marks the runner Failed when the pod is forbidden for another reason than quota', async () => {
-    f = await startControllerFixture(sim, { start: false });
+    f = await suite.start({ start: false });
     const policy = `deny-runner-pods-${f.namespace}`;
     await f.kube.create(PolicyKind, {
       metadata: { name: policy },
@@ -165,7 +154,7 @@ describe('EphemeralRunner pod creation', () => {
   });
 
   it('waits and retries while the namespace quota is exhausted, without failing the runner', async () => {
-    f = await startControllerFixture(sim, { start: false });
+    f = await suite.start({ start: false });
     await exhaustPodQuota();
     await f.createRunner('pod-e');
     await f.manager.start();
@@ -180,25 +169,25 @@ describe('EphemeralRunner pod creation', () => {
 
   it('recreates a runner whose pod is still refused for quota ten minutes after it was created', async () => {
     const eleven = 11 * 60_000;
-    f = await startControllerFixture(sim, { start: false, now: () => Date.now() + eleven });
+    f = await suite.start({ start: false, now: () => Date.now() + eleven });
     await exhaustPodQuota();
     await f.createRunner('pod-f');
     await f.manager.start();
     await f.waitForRunner('pod-f', (r) => r === undefined, 'the EphemeralRunner to be deleted');
-    await waitFor(() => sim.runner('pod-f') === undefined, { description: 'its registration removed' });
+    await waitFor(() => suite.sim.runner('pod-f') === undefined, { description: 'its registration removed' });
   });
 
   it('marks the runner Outdated on exit code 7 and releases its registration once', async () => {
-    f = await startControllerFixture(sim);
+    f = await suite.start();
     await f.createRunner('pod-g');
     await f.waitForPod('pod-g', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'pod-g');
     await f.waitForRunner('pod-g', (r) => r?.status?.phase === 'Pending', 'phase Pending');
-    sim.resetCallCounts();
+    suite.sim.resetCallCounts();
     await runnerContainerTerminated(f.namespace, 'pod-g', 7, { phase: 'Failed' });
     const runner = await f.waitForRunner('pod-g', (r) => r?.status?.phase === 'Outdated', 'phase Outdated');
     expect(runner?.status).toMatchObject({ reason: 'Outdated', message: 'Runner is deprecated' });
-    await waitFor(() => sim.runner('pod-g') === undefined, { description: 'the registration removed' });
+    await waitFor(() => suite.sim.runner('pod-g') === undefined, { description: 'the registration removed' });
     await f.waitForRunner(
       'pod-g',
       (r) => !(r?.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER),
@@ -207,7 +196,7 @@ describe('EphemeralRunner pod creation', () => {
     // The set deletes it later: no second removal is asked for.
     await f.kube.delete(EphemeralRunnerKind, f.namespace, 'pod-g');
     await f.waitForRunner('pod-g', (r) => r === undefined, 'the EphemeralRunner gone');
-    expect(sim.callCount('DELETE agents/{id}')).toBe(1);
+    expect(suite.sim.callCount('DELETE agents/{id}')).toBe(1);
     const final = await f.kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: f.namespace });
     expect(final).toHaveLength(0);
   });

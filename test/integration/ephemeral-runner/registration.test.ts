@@ -1,57 +1,43 @@
 import type { CoreV1Event, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
-import { MultiClient } from '@aro/actions';
 import { EventKind, PodKind, SecretKind } from '@aro/kube';
-import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
-import { ControllerFixture, createScaleSet, startControllerFixture, startTestSimulator } from './fixture';
+import { ControllerFixture, controllerSuite, createScaleSet } from './fixture';
 
 const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
 describe('EphemeralRunner registration', () => {
-  let sim: RunningSimulator;
+  const suite = controllerSuite();
   let f: ControllerFixture;
 
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  afterEach(async () => {
-    await f?.stop();
-  });
-
-  const actions = () =>
-    new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
-      configUrl: sim.configUrl({ org: 'octo' }),
-      namespace: 'test',
-      credentials: { kind: 'pat', token: DEFAULT_PAT },
-    });
-
   it('replaces a stale registration of the same scale set and registers again', async () => {
-    f = await startControllerFixture(sim, { start: false });
-    const stale = await actions().generateJitRunnerConfig({ name: 'reg-a', workFolder: '' }, f.scaleSetId);
+    f = await suite.start({ start: false });
+    const stale = await suite
+      .actions()
+      .generateJitRunnerConfig({ name: 'reg-a', workFolder: '' }, f.scaleSetId);
     await f.createRunner('reg-a');
     await f.manager.start();
     await f.waitForPod('reg-a', (p) => p !== undefined, 'the runner pod');
-    const registration = sim.runner('reg-a');
+    const registration = suite.sim.runner('reg-a');
     expect(registration?.id).not.toBe(stale.runner.id);
     expect(b64((await f.secret('reg-a'))?.data?.runnerId)).toBe(String(registration?.id));
   });
 
   it('deletes the EphemeralRunner when its name is registered to another scale set', async () => {
-    f = await startControllerFixture(sim, { start: false });
-    const otherSet = await createScaleSet(sim, `foreign-${Date.now()}`);
-    const foreign = await actions().generateJitRunnerConfig({ name: 'reg-b', workFolder: '' }, otherSet);
+    f = await suite.start({ start: false });
+    const otherSet = await createScaleSet(suite.sim, `foreign-${Date.now()}`);
+    const foreign = await suite
+      .actions()
+      .generateJitRunnerConfig({ name: 'reg-b', workFolder: '' }, otherSet);
     await f.createRunner('reg-b');
     await f.manager.start();
     await f.waitForRunner('reg-b', (r) => r === undefined, 'the EphemeralRunner to be deleted');
-    expect(sim.runner('reg-b')?.id).toBe(foreign.runner.id);
+    expect(suite.sim.runner('reg-b')?.id).toBe(foreign.runner.id);
   });
 
   it('replaces a jitconfig secret with an invalid runner ID when no pod uses it', async () => {
-    f = await startControllerFixture(sim, { start: false });
+    f = await suite.start({ start: false });
     const created = await f.createRunner('reg-c');
     await f.kube.create<V1Secret>(SecretKind, {
       metadata: { name: 'reg-c', namespace: f.namespace },
@@ -60,12 +46,12 @@ describe('EphemeralRunner registration', () => {
     await f.manager.start();
     await f.waitForPod('reg-c', (p) => p !== undefined, 'the runner pod');
     const secret = await f.secret('reg-c');
-    expect(b64(secret?.data?.runnerId)).toBe(String(sim.runner('reg-c')?.id));
+    expect(b64(secret?.data?.runnerId)).toBe(String(suite.sim.runner('reg-c')?.id));
     expect(secret?.metadata?.ownerReferences?.[0]?.uid).toBe(created.metadata?.uid);
   });
 
   it('keeps a jitconfig secret with an invalid runner ID while a pod exists', async () => {
-    f = await startControllerFixture(sim, { start: false });
+    f = await suite.start({ start: false });
     await f.createRunner('reg-d');
     await f.kube.create<V1Secret>(SecretKind, {
       metadata: { name: 'reg-d', namespace: f.namespace },
@@ -78,11 +64,11 @@ describe('EphemeralRunner registration', () => {
     await f.manager.start();
     await new Promise((r) => setTimeout(r, 1_500));
     expect(b64((await f.secret('reg-d'))?.data?.runnerId)).toBe('-4');
-    expect(sim.runner('reg-d')).toBeUndefined();
+    expect(suite.sim.runner('reg-d')).toBeUndefined();
   });
 
   it('refuses to replace an invalid jitconfig secret without an uncached reader', async () => {
-    f = await startControllerFixture(sim, { start: false, withoutApiReader: true });
+    f = await suite.start({ start: false, withoutApiReader: true });
     await f.createRunner('reg-e');
     await f.kube.create<V1Secret>(SecretKind, {
       metadata: { name: 'reg-e', namespace: f.namespace },
@@ -95,16 +81,16 @@ describe('EphemeralRunner registration', () => {
   });
 
   it('retries registration after the service answered with an error, without leaking registrations', async () => {
-    f = await startControllerFixture(sim, { start: false });
-    sim.injectFault({ route: 'POST runnerscalesets/{id}/generatejitconfig', status: 500, times: 3 });
+    f = await suite.start({ start: false });
+    suite.sim.injectFault({ route: 'POST runnerscalesets/{id}/generatejitconfig', status: 500, times: 3 });
     await f.createRunner('reg-f');
     await f.manager.start();
     await f.waitForPod('reg-f', (p) => p !== undefined, 'the runner pod');
-    expect(sim.registrations().filter((r) => r.name === 'reg-f')).toHaveLength(1);
+    expect(suite.sim.registrations().filter((r) => r.name === 'reg-f')).toHaveLength(1);
   });
 
   it('records a Warning event on the runner when the credentials secret is missing, and recovers once it exists', async () => {
-    f = await startControllerFixture(sim, { start: false });
+    f = await suite.start({ start: false });
     await f.createRunner('reg-g', (spec) => {
       spec.githubConfigSecret = 'absent-secret';
     });

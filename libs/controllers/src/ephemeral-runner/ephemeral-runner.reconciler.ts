@@ -284,7 +284,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);
       }
-      const result = await this.createPod(runner, secret, log);
+      const result = await this.createPod(runner, secret, ctx.signal, log);
       if (result === done) this.podCreations.expect(podKey);
       return result;
     }
@@ -317,10 +317,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
         );
         // Resolved before the finalizer goes: recovering an ID the status never recorded reads the
         // jitconfig secret, which the cleanup below deletes.
-        runnerId = await registeredRunnerId(runner, this.deps.client, getClient, log);
+        runnerId = await registeredRunnerId(runner, this.deps.client, getClient, log, signal);
         if (runnerId !== 0) {
           try {
-            if (await removeRunnerOfLivePod(runner, runnerId, this.deps.apiReader, getClient, log))
+            if (await removeRunnerOfLivePod(runner, runnerId, this.deps.apiReader, getClient, log, signal))
               runnerId = 0;
           } catch (err) {
             if (!isJobStillRunning(err)) {
@@ -406,7 +406,12 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
     let jit;
     try {
-      jit = await createJitConfig(runner, () => this.deps.actions.getActionsClient(runner, signal), log);
+      jit = await createJitConfig(
+        runner,
+        () => this.deps.actions.getActionsClient(runner, signal),
+        log,
+        signal,
+      );
     } catch (err) {
       if (err instanceof RetryableRegistrationError) {
         log.info('Registration conflict resolved; retrying', { reason: err.message });
@@ -488,7 +493,12 @@ export class EphemeralRunnerReconciler implements Reconciler {
     });
   }
 
-  private async createPod(runner: EphemeralRunner, secret: V1Secret, log: Logger): Promise<Result> {
+  private async createPod(
+    runner: EphemeralRunner,
+    secret: V1Secret,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
     log.info('Runner pod does not exist; creating it');
     const pod = buildRunnerPod(runner, secret, { userAgent: this.options.userAgent }, proxyEnv(runner));
     for (const mutator of this.deps.podMutators ?? []) {
@@ -538,6 +548,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
           runner,
           `Failed to create the pod: ${describe(err)}`,
           REASON_INVALID_POD_FAILURE,
+          signal,
           log,
         );
         return done;
@@ -688,6 +699,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     runner: EphemeralRunner,
     message: string,
     reason: string,
+    signal: AbortSignal,
     log: Logger,
   ): Promise<void> {
     log.info('Marking the runner Failed', { reason });
@@ -698,7 +710,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       log,
     );
     // A failed runner stays until its set deletes it, which can take long: release the registration now.
-    await this.queueUnregistration(updated, new AbortController().signal, log);
+    await this.queueUnregistration(updated, signal, log);
   }
 
   private async markAsOutdated(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<void> {
@@ -739,6 +751,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         this.deps.client,
         onceAsync(() => this.deps.actions.getActionsClient(runner, signal)),
         log,
+        signal,
       );
     }
     const copy = new LazyCopy(runner);

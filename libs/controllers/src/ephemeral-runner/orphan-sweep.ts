@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
 import type { Reader, Runnable } from '@aro/kube';
+import type { RunnerReference } from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
@@ -63,58 +64,54 @@ export class OrphanRegistrationSweep implements Runnable {
       }
       // A registration first seen in this pass is re-checked once its grace has passed, not a full
       // interval later, so that a crash's leftovers go within minutes of the restart.
-      const wait =
-        this.firstSeenOrphaned.size > 0 ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs;
+      // With no grace there is nothing to wait out, and a busy loop must never hammer the service.
+      const recheck = this.firstSeenOrphaned.size > 0 && this.graceMs > 0;
+      const wait = Math.max(1_000, recheck ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs);
       await sleep(wait, signal);
     }
   }
 
   /** One pass over every known scale set; returns how many registrations were queued for removal. */
   async sweepOnce(signal?: AbortSignal): Promise<number> {
-    const namespace = this.opts.namespace;
-    const [sets, runners] = await Promise.all([
-      this.opts.reader.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace }),
-      this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace }),
-    ]);
+    const scaleSets = await this.knownScaleSets();
 
-    const scaleSets = new Map<string, EphemeralRunner>();
-    const runnerNames = new Set<string>();
-    const remember = (ns: string, holder: EphemeralRunner) => {
-      const spec = holder.spec;
-      const key = `${ns}|${spec.githubConfigUrl}|${spec.runnerScaleSetId}`;
-      if (spec.runnerScaleSetId > 0 && !scaleSets.has(key)) scaleSets.set(key, holder);
-    };
-    for (const runner of runners) {
-      const ns = runner.metadata?.namespace ?? '';
-      runnerNames.add(`${ns}/${runner.metadata?.name}`);
-      remember(ns, runner);
+    // Registrations first, runners second. A runner exists before its registration (the reconciler
+    // registers an existing EphemeralRunner), so every registration in the first list has its runner in
+    // the second one, unless that runner really went away. Listing the other way round would show a
+    // registration made between the two lists as an orphan.
+    const registrationsBySet: Array<[string, EphemeralRunner, RunnerReference[]]> = [];
+    for (const [scopeKey, holder] of scaleSets) {
+      try {
+        const client = await this.opts.actions.getActionsClient(holder, signal);
+        registrationsBySet.push([
+          scopeKey,
+          holder,
+          await client.listRunners(holder.spec.runnerScaleSetId, { signal }),
+        ]);
+      } catch (err) {
+        this.opts.logger.warn('Could not list the scale set registrations; skipping it this pass', {
+          namespace: holder.metadata?.namespace,
+          runnerScaleSetId: holder.spec.runnerScaleSetId,
+          err: err instanceof Error ? err.message : String(err),
+        });
+      }
     }
-    for (const set of sets) {
-      const ns = set.metadata?.namespace ?? '';
-      remember(ns, {
-        apiVersion: runners[0]?.apiVersion,
-        kind: EphemeralRunnerKind.kind,
-        metadata: { namespace: ns, name: set.metadata?.name },
-        spec: set.spec.ephemeralRunnerSpec,
-      } as EphemeralRunner);
+    if (registrationsBySet.length === 0) {
+      this.firstSeenOrphaned.clear();
+      return 0;
     }
+    const runnerNames = new Set(
+      (
+        await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: this.opts.namespace })
+      ).map((r) => `${r.metadata?.namespace}/${r.metadata?.name}`),
+    );
 
     const now = Date.now();
     const stillOrphaned = new Set<string>();
     let queued = 0;
-    for (const [scopeKey, holder] of scaleSets) {
+    for (const [scopeKey, holder, registrations] of registrationsBySet) {
       const ns = holder.metadata?.namespace ?? '';
       const log = this.opts.logger.child({ namespace: ns, runnerScaleSetId: holder.spec.runnerScaleSetId });
-      let registrations;
-      try {
-        const client = await this.opts.actions.getActionsClient(holder, signal);
-        registrations = await client.listRunners(holder.spec.runnerScaleSetId, { signal });
-      } catch (err) {
-        log.warn('Could not list the scale set registrations; skipping it this pass', {
-          err: err instanceof Error ? err.message : String(err),
-        });
-        continue;
-      }
       for (const registration of registrations) {
         if (runnerNames.has(`${ns}/${registration.name}`)) continue;
         const orphanKey = `${scopeKey}|${registration.id}`;
@@ -134,10 +131,7 @@ export class OrphanRegistrationSweep implements Runnable {
         } else if (now - firstSeen < this.graceMs) {
           continue;
         }
-        const target = {
-          ...holder,
-          metadata: { namespace: ns, name: registration.name },
-        } as EphemeralRunner;
+        const target = { ...holder, metadata: { namespace: ns, name: registration.name } } as EphemeralRunner;
         if (this.opts.queue.push(target, registration.id)) {
           queued++;
           this.found.inc();
@@ -152,6 +146,34 @@ export class OrphanRegistrationSweep implements Runnable {
       if (!stillOrphaned.has(key)) this.firstSeenOrphaned.delete(key);
     }
     return queued;
+  }
+
+  /**
+   * The scale sets the cluster knows, from its EphemeralRunnerSets and EphemeralRunners, each with an
+   * object that carries its GitHub configuration. Keyed by namespace, config URL and scale set ID: the
+   * ID is unique only within one GitHub scope.
+   */
+  private async knownScaleSets(): Promise<Map<string, EphemeralRunner>> {
+    const namespace = this.opts.namespace;
+    const [sets, runners] = await Promise.all([
+      this.opts.reader.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace }),
+      this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace }),
+    ]);
+    const scaleSets = new Map<string, EphemeralRunner>();
+    const remember = (holder: EphemeralRunner) => {
+      const spec = holder.spec;
+      const key = `${holder.metadata?.namespace}|${spec.githubConfigUrl}|${spec.runnerScaleSetId}`;
+      if (spec.runnerScaleSetId > 0 && !scaleSets.has(key)) scaleSets.set(key, holder);
+    };
+    runners.forEach(remember);
+    for (const set of sets) {
+      remember({
+        kind: EphemeralRunnerKind.kind,
+        metadata: { namespace: set.metadata?.namespace, name: set.metadata?.name },
+        spec: set.spec.ephemeralRunnerSpec,
+      } as EphemeralRunner);
+    }
+    return scaleSets;
   }
 }
 

@@ -53,6 +53,7 @@ export async function createJitConfig(
   runner: EphemeralRunner,
   getClient: ActionsClientGetter,
   log: Logger,
+  signal?: AbortSignal,
 ): Promise<RunnerScaleSetJitRunnerConfig> {
   log.info('Creating ephemeral runner JIT config');
   let client: ActionsServiceClient;
@@ -70,7 +71,7 @@ export async function createJitConfig(
       ?.workingDir ?? '';
 
   try {
-    const jit = await client.generateJitRunnerConfig({ name, workFolder }, scaleSetId);
+    const jit = await client.generateJitRunnerConfig({ name, workFolder }, scaleSetId, { signal });
     log.info('Created ephemeral runner JIT config', { runnerId: jit.runner.id });
     return jit;
   } catch (err) {
@@ -80,7 +81,7 @@ export async function createJitConfig(
   }
 
   log.info('A runner with this name is already registered, looking it up', { runnerName: name });
-  const existing = await client.getRunnerByName(name);
+  const existing = await client.getRunnerByName(name, { signal });
   if (!existing) {
     throw new RetryableRegistrationError('runner existed, retry configuration');
   }
@@ -89,7 +90,7 @@ export async function createJitConfig(
     runnerScaleSetId: existing.runnerScaleSetId,
   });
   if (existing.runnerScaleSetId === scaleSetId) {
-    await client.removeRunner(existing.id);
+    await client.removeRunner(existing.id, { signal });
     log.info('Removed the runner with the same name, retrying the registration');
     throw new RetryableRegistrationError('runner existed belonging to the scale set, retry configuration');
   }
@@ -113,6 +114,7 @@ export async function registeredRunnerId(
   secrets: Reader,
   getClient: ActionsClientGetter,
   log: Logger,
+  signal?: AbortSignal,
 ): Promise<number> {
   const statusId = runner.status?.runnerId ?? 0;
   if (statusId < 0) throw new Error(`invalid runner ID in status: ${statusId}`);
@@ -148,7 +150,7 @@ export async function registeredRunnerId(
       { cause: err },
     );
   }
-  const existing = await client.getRunnerByName(name);
+  const existing = await client.getRunnerByName(name, { signal });
   if (!existing) {
     log.info('No runner registration found for a runner without a recorded ID or jitconfig secret');
     return 0;
@@ -178,6 +180,7 @@ export async function removeRunnerOfLivePod(
   apiReader: Reader | undefined,
   getClient: ActionsClientGetter,
   log: Logger,
+  signal?: AbortSignal,
 ): Promise<boolean> {
   if (!apiReader) {
     throw new Error(
@@ -200,7 +203,7 @@ export async function removeRunnerOfLivePod(
     throw new Error(`failed to get actions client: ${describe(err)}`, { cause: err });
   }
   try {
-    await client.removeRunner(runnerId);
+    await client.removeRunner(runnerId, { signal });
     log.info('Removed the runner of a live pod from the service', { runnerId });
   } catch (err) {
     if (!isActionsNotFound(err)) throw err;
