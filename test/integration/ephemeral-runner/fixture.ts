@@ -101,7 +101,9 @@ export async function startControllerFixture(
   const namespace = opts.namespace ?? (await createTestNamespace('er'));
   const kubeConfig = opts.kubeConfig ?? testKubeConfig();
   const kube = new KubeClient(kubeConfig);
-  const logger = testLogger().child({ test: expect.getState().currentTestName ?? 'setup' });
+  // Outside jest (the benchmarks) there is no current test to name.
+  const testName = typeof expect === 'undefined' ? undefined : expect.getState().currentTestName;
+  const logger = testLogger().child({ test: testName ?? 'setup' });
   if (!opts.skipSecret) {
     await kube.create<V1Secret>(SecretKind, {
       metadata: { name: GITHUB_SECRET, namespace },

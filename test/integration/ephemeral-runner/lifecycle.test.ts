@@ -4,6 +4,7 @@ import {
   EphemeralRunner,
   EphemeralRunnerKind,
 } from '@aro/api';
+import { decodeJitConfig } from '../../../apps/simulator/src';
 import { runnerContainerRunning, runnerContainerTerminated, setPodStatus } from '../../harness';
 import { ControllerFixture, controllerSuite, USER_AGENT } from './fixture';
 
@@ -63,8 +64,9 @@ describe('EphemeralRunner lifecycle', () => {
     expect(pod!.metadata?.labels?.['pod-template-hash']).toMatch(/^[0-9a-f]{10}$/);
     expect(pod!.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'EphemeralRunner', controller: true });
     // The work folder is registered with the service from the runner container's workingDir.
-    const registration = suite.sim.registrations().find((r) => r.name === 'runner-b');
-    expect(registration).toBeDefined();
+    const secret = await f.secret('runner-b');
+    const jit = decodeJitConfig(b64(secret?.data?.jitToken));
+    expect(jit).toMatchObject({ runnerName: 'runner-b', workFolder: '/home/runner/_work' });
   });
 
   it('publishes Pending with the runner identity in one status patch once the runner container runs (scenarios 13, 14)', async () => {
