@@ -1,6 +1,6 @@
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec } from '@aro/api';
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec, ResourceKind } from '@aro/api';
 import { ActionsServiceClient, MultiClient } from '@aro/actions';
 import {
   EphemeralRunnerController,
@@ -9,7 +9,17 @@ import {
   RunnerPodMutator,
   setupEphemeralRunnerController,
 } from '@aro/controllers';
-import { InformerCache, KubeClient, Manager, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import {
+  InformerCache,
+  KubeApiError,
+  KubeClient,
+  KubeObject,
+  Manager,
+  PodKind,
+  Reader,
+  SecretKind,
+  isNotFound,
+} from '@aro/kube';
 import { createLogger, Logger } from '@aro/observability';
 import { SecretResolver, configHolderOf } from '@aro/secrets';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
@@ -76,9 +86,59 @@ export interface FixtureOptions {
   skipSecret?: boolean;
   /** Another control plane than the shared one (the namespace must then be given and exist). */
   kubeConfig?: KubeConfig;
+  /**
+   * Faults between the reconciler and the API server: `failMergePatch` makes a merge patch fail (with
+   * a 500 the reconciler must retry) when it returns true; `hidePod` makes the cache miss a pod.
+   */
+  faults?: {
+    failMergePatch?: (name: string, patch: object) => boolean;
+    hidePod?: (name: string) => boolean;
+  };
 }
 
 let scaleSetCounter = 0;
+
+/** The client, with merge patches that fail as an overloaded apiserver would when `fails` says so. */
+function withFailingMergePatch(
+  client: KubeClient,
+  fails: (name: string, patch: object) => boolean,
+): KubeClient {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop === 'mergePatch') {
+        return async (kind: ResourceKind, namespace: string, name: string, patch: object) => {
+          if (fails(name, patch)) {
+            throw new KubeApiError(
+              500,
+              { verb: 'patch', kind, namespace, name },
+              { kind: 'Status', code: 500, reason: 'InternalError', message: 'injected by the test' },
+            );
+          }
+          return target.mergePatch(kind, namespace, name, patch);
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** The cache, missing the pods `hidden` names, as a cache that has not caught up would. */
+function withHiddenPods(cache: Reader, hidden: (name: string) => boolean): Reader {
+  return {
+    get: async <T extends KubeObject>(kind: ResourceKind, namespace: string, name: string): Promise<T> => {
+      if (kind === PodKind && hidden(name)) {
+        throw new KubeApiError(
+          404,
+          { verb: 'get', kind, namespace, name },
+          { kind: 'Status', code: 404, reason: 'NotFound', message: `pods "${name}" not found` },
+        );
+      }
+      return cache.get<T>(kind, namespace, name);
+    },
+    list: (kind, opts) => cache.list(kind, opts),
+  };
+}
 
 export async function createScaleSet(sim: RunningSimulator, name: string): Promise<number> {
   const client = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
@@ -131,11 +191,16 @@ export async function startControllerFixture(
     retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 },
   });
   const resolver = new SecretResolver({ kube: controllerClient, multiClient, logger });
+  const faults = opts.faults;
+  const reconcilerClient = faults?.failMergePatch
+    ? withFailingMergePatch(controllerClient, faults.failMergePatch)
+    : controllerClient;
+  const reconcilerCache: Reader = faults?.hidePod ? withHiddenPods(cache, faults.hidePod) : cache;
   const controller = setupEphemeralRunnerController(
     {
       manager,
-      client: controllerClient,
-      cache,
+      client: reconcilerClient,
+      cache: reconcilerCache,
       apiReader: opts.withoutApiReader ? undefined : controllerClient,
       now: opts.now,
       actions: {

@@ -164,6 +164,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
   async reconcile(req: Request, ctx: { signal: AbortSignal; log: Logger }): Promise<Result> {
     const log = ctx.log;
+    const key = `${req.namespace}/${req.name}`;
     let runner: EphemeralRunner;
     try {
       runner = await this.deps.cache.get<EphemeralRunner>(EphemeralRunnerKind, req.namespace, req.name);
@@ -171,11 +172,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
       if (!isNotFound(err)) throw err;
       // Gone without this controller seeing its deletion (finalizers removed by hand): stop counting it.
       this.publishPhase({ metadata: { namespace: req.namespace, name: req.name } } as EphemeralRunner, '');
-      this.ownWrites.forget(`${req.namespace}/${req.name}`);
+      this.ownWrites.forget(key);
       return done;
     }
 
-    const key = `${req.namespace}/${req.name}`;
     const behind = this.ownWrites.behindMs(key, runner.metadata?.resourceVersion);
     if (behind > 0) {
       log.debug("The cached runner predates this controller's last write; waiting for its event");
@@ -272,20 +272,19 @@ export class EphemeralRunnerReconciler implements Reconciler {
       }
     }
 
-    const podKey = `${req.namespace}/${req.name}`;
     let pod: V1Pod;
     try {
       pod = await this.deps.cache.get<V1Pod>(PodKind, req.namespace, req.name);
-      this.podCreations.observed(podKey);
+      this.podCreations.observed(key);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      const lag = this.podCreations.remainingMs(podKey);
+      const lag = this.podCreations.remainingMs(key);
       if (lag > 0) {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);
       }
       const result = await this.createPod(runner, secret, ctx.signal, log);
-      if (result === done) this.podCreations.expect(podKey);
+      if (result === done) this.podCreations.expect(key);
       return result;
     }
 
