@@ -73,6 +73,22 @@ describe('The controller app', () => {
     expect(metrics).toContain('nodejs_heap_size_total_bytes');
   });
 
+  it('fails /healthz when a part of the manager died, naming it, so the kubelet restarts the process', async () => {
+    const namespace = await createTestNamespace('app-sick');
+    const app = await bootControllerApp({ WATCH_NAMESPACE: namespace, LEADER_ELECTION: 'false' });
+    booted.push(app);
+    expect((await app.get('/healthz')).status).toBe(200);
+    app.manager.add({
+      name: 'doomed-worker',
+      needLeaderElection: false,
+      start: () => Promise.reject(new Error('worker crashed')),
+    });
+    await waitFor(async () => (await app.get('/healthz')).status === 503, {
+      description: '/healthz to fail',
+    });
+    expect((await app.get('/healthz')).body).toContain('doomed-worker');
+  });
+
   it('stands by while another replica leads, ready but idle, and takes over when it shuts down', async () => {
     const namespace = await createTestNamespace('app-ha');
     const env = {
