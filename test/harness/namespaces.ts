@@ -42,7 +42,7 @@ export async function createTestNamespace(prefix = 'test'): Promise<string> {
         },
       },
     });
-  created.push({ name, inTest: testName !== undefined });
+  created.push({ name, inTest: insideTest });
   return name;
 }
 
@@ -66,8 +66,22 @@ async function deleteNamespaces(which: (ns: CreatedNamespace) => boolean): Promi
   );
 }
 
+/*
+ * Whether a test (or a beforeEach of it) is running. Jest's currentTestName is not enough: in a
+ * beforeAll of a second describe it still names the previous block's last test, which made a
+ * namespace meant for the whole block go after its first test.
+ */
+let insideTest = false;
+
 // Registered when a test file imports the harness, so no test has to remember its own cleanup.
-if (typeof afterEach === 'function' && typeof afterAll === 'function') {
-  afterEach(() => deleteNamespaces((ns) => ns.inTest));
+// Jest runs these outermost hooks first before a test and last after it.
+if (typeof beforeEach === 'function' && typeof afterEach === 'function' && typeof afterAll === 'function') {
+  beforeEach(() => {
+    insideTest = true;
+  });
+  afterEach(async () => {
+    insideTest = false;
+    await deleteNamespaces((ns) => ns.inTest);
+  });
   afterAll(() => deleteNamespaces(() => true));
 }
