@@ -12,26 +12,19 @@ import type { V1Namespace } from '@kubernetes/client-node';
 import { EphemeralRunnerKind } from '@aro/api';
 import { KubeClient, NamespaceKind } from '@aro/kube';
 import { startSimulator } from '../apps/simulator/src';
-import { ControlPlane, runnerContainerRunning, runnerContainerTerminated, waitFor } from '../test/harness';
+import {
+  ControlPlane,
+  apiserverRequestCounts,
+  requestCountDelta,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  waitFor,
+} from '../test/harness';
 import { CRD_PATHS } from '../test/harness/global-setup';
-import { kubeRequest } from '../test/harness/rest';
 import { startControllerFixture } from '../test/integration/ephemeral-runner/fixture';
 
 const runners = Number(process.argv[2] ?? 50);
 const concurrency = Number(process.argv[3] ?? 4);
-
-async function writesByResource(cp: ControlPlane): Promise<Map<string, number>> {
-  const res = await kubeRequest(cp.kubeConfig(), { path: '/metrics' });
-  const counts = new Map<string, number>();
-  for (const line of String(res.body).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(labels.verb)) continue;
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -56,7 +49,7 @@ async function main(): Promise<void> {
       config: { maxConcurrentReconciles: concurrency, events: 'none' },
     });
     await f.controller.sweep.sweepOnce();
-    const before = await writesByResource(cp);
+    const before = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
     const heapBefore = process.memoryUsage().heapUsed;
     const started = Date.now();
@@ -82,14 +75,13 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: runners }, (_, i) => lifecycle(`bench-${i}`)));
     const elapsed = Date.now() - started;
     await new Promise((r) => setTimeout(r, 1_000));
-    const after = await writesByResource(cp);
+    const after = await apiserverRequestCounts(cp.kubeConfig());
     const heapAfter = process.memoryUsage().heapUsed;
 
     let controllerWrites = 0;
     const lines: string[] = [];
-    for (const [key, value] of after) {
-      const delta = value - (before.get(key) ?? 0);
-      if (delta <= 0 || !/^(POST|PUT|PATCH|DELETE) (ephemeralrunners|pods|secrets)(\/|$)/.test(key)) continue;
+    for (const [key, delta] of requestCountDelta(before, after)) {
+      if (!/^(POST|PUT|PATCH|DELETE) (ephemeralrunners|pods|secrets)(\/|$)/.test(key)) continue;
       // Writes the bench made itself: runner creation, binding, pod status, the listener's job patch.
       const own =
         key === 'POST ephemeralrunners' || key.startsWith('POST pods/binding') || key.includes('pods/status')

@@ -1,10 +1,9 @@
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
-import { KubeClient, PodKind, SecretKind, isAlreadyExists } from '@aro/kube';
-import { DEFAULT_PAT, RunningSimulator } from '../../apps/simulator/src';
+import type { V1Pod } from '@kubernetes/client-node';
+import { KubeClient, PodKind, isAlreadyExists } from '@aro/kube';
+import type { RunningSimulator } from '../../apps/simulator/src';
 import { createTestNamespace, runnerContainerRunning, testKubeConfig, waitFor } from '../../test/harness';
-import { BootedApp, bootControllerApp } from '../../test/integration/controller-app/boot';
-import { createScaleSet, startTestSimulator } from '../../test/integration/ephemeral-runner/fixture';
+import { BootedApp, bootControllerApp, createRunnerForApp } from '../../test/integration/controller-app/boot';
+import { startTestSimulator } from '../../test/integration/ephemeral-runner/fixture';
 import { COST_CENTER_LABEL, RunnerPodDefaultsModule } from './runner-pod-defaults.module';
 
 describe('The runner-pod-defaults example extension', () => {
@@ -40,21 +39,7 @@ describe('The runner-pod-defaults example extension', () => {
       .catch((err: unknown) => {
         if (!isAlreadyExists(err)) throw err;
       });
-    await kube.create<V1Secret>(SecretKind, {
-      metadata: { name: 'gh', namespace },
-      stringData: { github_token: DEFAULT_PAT },
-    });
-    await kube.create<EphemeralRunner>(EphemeralRunnerKind, {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'EphemeralRunner',
-      metadata: { name: 'labelled', namespace, labels: { [COST_CENTER_LABEL]: 'platform' } },
-      spec: {
-        githubConfigUrl: sim.configUrl({ org: 'octo' }),
-        githubConfigSecret: 'gh',
-        runnerScaleSetId: await createScaleSet(sim, `example-${namespace}`),
-        spec: { containers: [{ name: 'runner', image: 'r' }] },
-      },
-    });
+    await createRunnerForApp(sim, namespace, 'labelled', { [COST_CENTER_LABEL]: 'platform' });
     const pod = await waitFor(() => kube.get<V1Pod>(PodKind, namespace, 'labelled').catch(() => undefined), {
       description: 'the runner pod',
     });

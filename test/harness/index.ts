@@ -25,3 +25,4 @@ export {
 export { processExists } from './processes';
 export { kubeConfigForUser } from './users';
 export { waitFor, type WaitForOptions } from './wait-for';
+export { apiserverRequestCounts, requestCountDelta } from './apiserver-requests';

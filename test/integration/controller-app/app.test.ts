@@ -1,10 +1,9 @@
-import type { V1Lease, V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
-import { KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
-import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import type { V1Lease } from '@kubernetes/client-node';
+import { KubeClient, LeaseKind, PodKind, isNotFound } from '@aro/kube';
+import type { RunningSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
-import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
-import { BootedApp, bootControllerApp } from './boot';
+import { startTestSimulator } from '../ephemeral-runner/fixture';
+import { BootedApp, bootControllerApp, createRunnerForApp } from './boot';
 
 describe('The controller app', () => {
   let sim: RunningSimulator;
@@ -21,24 +20,7 @@ describe('The controller app', () => {
     booted = [];
   });
 
-  async function runnerIn(namespace: string, name: string): Promise<void> {
-    const kube = new KubeClient(testKubeConfig());
-    await kube.create<V1Secret>(SecretKind, {
-      metadata: { name: 'gh', namespace },
-      stringData: { github_token: DEFAULT_PAT },
-    });
-    await kube.create<EphemeralRunner>(EphemeralRunnerKind, {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'EphemeralRunner',
-      metadata: { name, namespace },
-      spec: {
-        githubConfigUrl: sim.configUrl({ org: 'octo' }),
-        githubConfigSecret: 'gh',
-        runnerScaleSetId: await createScaleSet(sim, `app-${namespace}`),
-        spec: { containers: [{ name: 'runner', image: 'r' }] },
-      },
-    });
-  }
+  const runnerIn = (namespace: string, name: string) => createRunnerForApp(sim, namespace, name);
 
   it('serves health, readiness and metrics, leads, and reconciles runners', async () => {
     const namespace = await createTestNamespace('app');

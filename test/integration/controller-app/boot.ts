@@ -1,13 +1,15 @@
 import type { AddressInfo } from 'node:net';
 import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { KUBE_MANAGER, Manager } from '@aro/kube';
+import type { KubeConfig, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { KUBE_MANAGER, KubeClient, Manager, SecretKind, isAlreadyExists } from '@aro/kube';
+import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import { ControllerConfig, loadControllerConfig } from '../../../apps/controller/src/config';
 import { ControllerAppModule } from '../../../apps/controller/src/controller-app.module';
 import { NestLogger } from '../../../apps/controller/src/nest-logger';
 import { testKubeConfig } from '../../harness';
-import { testLogger } from '../ephemeral-runner/fixture';
+import { createScaleSet, testLogger } from '../ephemeral-runner/fixture';
 
 export interface BootedApp {
   app: INestApplication;
@@ -55,4 +57,36 @@ export async function bootControllerApp(
     },
     close: () => app.close(),
   };
+}
+
+/**
+ * What a runner set would leave in a namespace for the app to act on: the GitHub secret `gh` (once)
+ * and an EphemeralRunner of a fresh scale set on the simulator.
+ */
+export async function createRunnerForApp(
+  sim: RunningSimulator,
+  namespace: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<EphemeralRunner> {
+  const kube = new KubeClient(testKubeConfig());
+  await kube
+    .create<V1Secret>(SecretKind, {
+      metadata: { name: 'gh', namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    })
+    .catch((err: unknown) => {
+      if (!isAlreadyExists(err)) throw err;
+    });
+  return kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+    apiVersion: 'actions.github.com/v1alpha1',
+    kind: 'EphemeralRunner',
+    metadata: { name, namespace, labels },
+    spec: {
+      githubConfigUrl: sim.configUrl({ org: 'octo' }),
+      githubConfigSecret: 'gh',
+      runnerScaleSetId: await createScaleSet(sim, `app-${namespace}-${name}`),
+      spec: { containers: [{ name: 'runner', image: 'r' }] },
+    },
+  });
 }

@@ -2,23 +2,15 @@ import type { V1Namespace } from '@kubernetes/client-node';
 import { EphemeralRunnerKind } from '@aro/api';
 import { KubeClient, NamespaceKind } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
-import { ControlPlane, runnerContainerRunning, runnerContainerTerminated } from '../../harness';
+import {
+  ControlPlane,
+  apiserverRequestCounts,
+  requestCountDelta,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+} from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
-import { kubeRequest } from '../../harness/rest';
 import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
-
-/** `verb resource[/subresource]` -> requests, from the apiserver's own apiserver_request_total. */
-async function apiserverRequests(cp: ControlPlane): Promise<Map<string, number>> {
-  const res = await kubeRequest(cp.kubeConfig(), { path: '/metrics' });
-  const counts = new Map<string, number>();
-  for (const line of String(res.body).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
 
 const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'DELETECOLLECTION']);
 /** Written by the test itself, playing the user (create), the scheduler (binding) and the kubelet (status). */
@@ -65,7 +57,7 @@ describe('The cost of one runner', () => {
     // Warm the controller's Actions client: its one-time admin handshake is not a per-runner cost.
     await f.controller.sweep.sweepOnce();
 
-    const before = await apiserverRequests(cp);
+    const before = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
 
     await f.createRunner('costly');
@@ -82,12 +74,12 @@ describe('The cost of one runner', () => {
     // Let late requests (an event, a stray retry) land before counting.
     await new Promise((r) => setTimeout(r, 1_000));
 
-    const after = await apiserverRequests(cp);
-    const writes = new Map<string, number>();
-    for (const [key, value] of after) {
-      const delta = value - (before.get(key) ?? 0);
-      if (delta > 0 && WRITE_VERBS.has(key.split(' ')[0]) && !TEST_ONLY.has(key)) writes.set(key, delta);
-    }
+    const after = await apiserverRequestCounts(cp.kubeConfig());
+    const writes = new Map(
+      [...requestCountDelta(before, after)].filter(
+        ([key]) => WRITE_VERBS.has(key.split(' ')[0]) && !TEST_ONLY.has(key),
+      ),
+    );
     // The listener's job patch is the only status write of ours among the runner's status writes.
     writes.set('PATCH ephemeralrunners/status', (writes.get('PATCH ephemeralrunners/status') ?? 0) - 1);
     const runnerWrites = [...writes].filter(([key, n]) => RUNNER_RESOURCES.test(key) && n > 0);
