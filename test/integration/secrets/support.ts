@@ -4,21 +4,11 @@ import { ConfigMapKind, KubeClient, SecretKind } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
 import { GitHubConfigHolder, SecretResolutionError, SecretResolver } from '@aro/secrets';
 import { Registry } from 'prom-client';
+import { TEST_CA_A } from '../../../libs/secrets/src/testing/certificates';
 import { testKubeConfig } from '../../harness';
 
 /** Self-signed test CA (P-256); a public certificate, no key kept. */
-export const TEST_CA = `-----BEGIN CERTIFICATE-----
-MIIBhzCCAS2gAwIBAgIUeCm4i8nrH4PDVzn28ljxInnHNeEwCgYIKoZIzj0EAwIw
-GDEWMBQGA1UEAwwNQVJPIHRlc3QgQ0EgYTAgFw0yNjEyMDIxMzI4MzVaGA8yMTI2
-MTEwODEzMjgzNVowGDEWMBQGA1UEAwwNQVJPIHRlc3QgQ0EgYTBZMBMGByqGSM49
-AgEGCCqGSM49AwEHA0IABOe9ZsQxDWbPnx6aWwxFJN1RD0LoHsIgOdt5R6fRC442
-yjIHJSaxcQfT9aYhxgioATUM8+R29BRwf+OeJQEKTcCjUzBRMB0GA1UdDgQWBBQz
-qsX9E9hrNhvulokfge1nRdBGiTAfBgNVHSMEGDAWgBQzqsX9E9hrNhvulokfge1n
-RdBGiTAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIHKSLReXm8DC
-h9NcYuY4Dun/5Bp1c10pFUIpOG9XcPHxAiEA9+FU/CcDurZCbo5++H6c90QD7myq
-vFQs/8Gs3r6LKBo=
------END CERTIFICATE-----
-`;
+export const TEST_CA = TEST_CA_A;
 
 export function rsaPrivateKeyPem(): string {
   return generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
