@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  BeforeApplicationShutdown,
   DynamicModule,
   Inject,
   Injectable,
@@ -51,11 +52,12 @@ function loadKubeConfig(config: ControllerConfig): KubeConfig {
 
 /**
  * Registers the controllers with the manager once every module is initialised (so extensions from
- * any imported module are found), and stops the manager, then closes the Actions clients, on shutdown.
+ * any imported module are found); on shutdown stops the manager before the HTTP server closes, then
+ * closes the Actions and Kubernetes clients.
  * The manager is started by main.ts after the HTTP server listens, so probes answer during a long sync.
  */
 @Injectable()
-class ControllerRegistration implements OnModuleInit, OnApplicationShutdown {
+class ControllerRegistration implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   controller: EphemeralRunnerController | undefined;
 
   constructor(
@@ -111,8 +113,12 @@ class ControllerRegistration implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Drains reconciles and removals and releases the lease while the probes still answer. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.manager.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     await this.multiClient.close();
     this.client.close();
   }
