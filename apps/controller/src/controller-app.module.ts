@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import {
   BeforeApplicationShutdown,
   DynamicModule,
@@ -16,15 +14,15 @@ import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { KubeConfig } from '@kubernetes/client-node';
 import { MultiClient, userAgentFor } from '@aro/actions';
 import {
-  EphemeralRunnerController,
   RunnerExtension,
+  actionsClientsFrom,
   isRunnerLifecycleObserver,
   isRunnerPodMutator,
   setupEphemeralRunnerController,
 } from '@aro/controllers';
 import { InformerCache, KUBE_MANAGER, KubeClient, Manager } from '@aro/kube';
 import { LOGGER, Logger, ObservabilityModule, metricsRegistry } from '@aro/observability';
-import { SecretResolver, configHolderOf } from '@aro/secrets';
+import { SecretResolver } from '@aro/secrets';
 import type { ControllerConfig } from './config';
 import { HealthController } from './health.controller';
 
@@ -58,8 +56,6 @@ function loadKubeConfig(config: ControllerConfig): KubeConfig {
  */
 @Injectable()
 class ControllerRegistration implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
-  controller: EphemeralRunnerController | undefined;
-
   constructor(
     @Inject(CONTROLLER_CONFIG) private readonly config: ControllerConfig,
     @Inject(KUBE_MANAGER) private readonly manager: Manager,
@@ -83,16 +79,13 @@ class ControllerRegistration implements OnModuleInit, BeforeApplicationShutdown,
       });
     }
     const config = this.config;
-    this.controller = setupEphemeralRunnerController(
+    setupEphemeralRunnerController(
       {
         manager: this.manager,
         client: this.client,
         cache: this.manager.cache,
         apiReader: this.client,
-        actions: {
-          getActionsClient: (runner, signal) =>
-            this.resolver.getActionsClient(configHolderOf(runner), signal),
-        },
+        actions: actionsClientsFrom(this.resolver),
         logger: this.logger,
         podMutators,
         observers,
@@ -152,7 +145,6 @@ export class ControllerAppModule {
         ? {
             leaseName: config.LEADER_ELECTION_ID,
             leaseNamespace,
-            identity: `${config.POD_NAME ?? hostname()}_${randomBytes(4).toString('hex')}`,
             leaseDurationMs: config.LEASE_DURATION_SECONDS * 1000,
             renewDeadlineMs: config.RENEW_DEADLINE_SECONDS * 1000,
             retryPeriodMs: config.RETRY_PERIOD_SECONDS * 1000,

@@ -19,25 +19,27 @@ export class HealthController {
   @Get('healthz')
   @HealthCheck()
   liveness() {
-    return this.health.check([
-      () => {
-        const session = this.indicators.check('manager');
-        const status = this.manager.health();
-        return status.healthy ? session.up() : session.down({ reason: status.reason ?? 'unhealthy' });
-      },
-    ]);
+    const status = this.manager.health();
+    return this.managerCheck(status.healthy, { reason: status.reason ?? 'unhealthy' });
   }
 
   @Get('readyz')
   @HealthCheck()
   readiness() {
+    const leader = this.manager.isLeader();
+    return this.managerCheck(
+      this.manager.isReady(),
+      { leader, reason: 'caches are not synced yet' },
+      { leader },
+    );
+  }
+
+  /** One `manager` indicator, up with `upData` or down with `downData`. */
+  private managerCheck(up: boolean, downData: Record<string, unknown>, upData: Record<string, unknown> = {}) {
     return this.health.check([
       () => {
         const session = this.indicators.check('manager');
-        const leader = this.manager.isLeader();
-        return this.manager.isReady()
-          ? session.up({ leader })
-          : session.down({ leader, reason: 'caches are not synced yet' });
+        return up ? session.up(upData) : session.down(downData);
       },
     ]);
   }

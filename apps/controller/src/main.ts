@@ -1,10 +1,8 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import { KUBE_MANAGER, Manager } from '@aro/kube';
+import type { AddressInfo } from 'node:net';
 import { createLogger } from '@aro/observability';
+import { startControllerApp } from './bootstrap';
 import { ConfigError, loadControllerConfig } from './config';
-import { ControllerAppModule } from './controller-app.module';
-import { NestLogger } from './nest-logger';
 
 async function main(): Promise<void> {
   let config;
@@ -18,15 +16,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
-  const app = await NestFactory.create(ControllerAppModule.forRoot({ config, logger }), {
-    logger: new NestLogger(logger.child({ component: 'nest' })),
-  });
-  app.enableShutdownHooks();
-  await app.listen(config.PROBE_PORT, config.PROBE_BIND_ADDRESS);
-  logger.info('Serving /healthz, /readyz and /metrics', { port: config.PROBE_PORT });
-  // Started after listen: probes answer while the caches sync and while standing by for the lease.
-  await app.get<Manager>(KUBE_MANAGER).start();
-  logger.info('Controller manager started', {
+  const { app } = await startControllerApp({ config, logger });
+  logger.info('Controller manager started; serving /healthz, /readyz and /metrics', {
+    port: (app.getHttpServer().address() as AddressInfo).port,
     namespace: config.WATCH_NAMESPACE || '(all)',
     leaderElection: config.LEADER_ELECTION,
   });

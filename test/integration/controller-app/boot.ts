@@ -1,13 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import type { INestApplication, ModuleMetadata } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import type { KubeConfig, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
-import { KUBE_MANAGER, KubeClient, Manager, SecretKind, isAlreadyExists } from '@aro/kube';
+import { KubeClient, Manager, SecretKind, isAlreadyExists } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import { ControllerConfig, loadControllerConfig } from '../../../apps/controller/src/config';
-import { ControllerAppModule } from '../../../apps/controller/src/controller-app.module';
-import { NestLogger } from '../../../apps/controller/src/nest-logger';
+import { startControllerApp } from '../../../apps/controller/src/bootstrap';
 import { testKubeConfig } from '../../harness';
 import { createScaleSet, testLogger } from '../ephemeral-runner/fixture';
 
@@ -30,21 +28,14 @@ export async function bootControllerApp(
   } = {},
 ): Promise<BootedApp> {
   const config = loadControllerConfig({ PROBE_PORT: '0', PROBE_BIND_ADDRESS: '127.0.0.1', ...env });
-  const logger = testLogger();
-  const app = await NestFactory.create(
-    ControllerAppModule.forRoot({
-      config,
-      logger,
-      kubeConfig: opts.kubeConfig ?? testKubeConfig(),
-      imports: opts.imports,
-      onLeadershipLost: opts.onLeadershipLost ?? (() => undefined),
-    }),
-    { logger: new NestLogger(logger) },
-  );
-  await app.listen(0, '127.0.0.1');
+  const { app, manager } = await startControllerApp({
+    config,
+    logger: testLogger(),
+    kubeConfig: opts.kubeConfig ?? testKubeConfig(),
+    imports: opts.imports,
+    onLeadershipLost: opts.onLeadershipLost ?? (() => undefined),
+  });
   const port = (app.getHttpServer().address() as AddressInfo).port;
-  const manager = app.get<Manager>(KUBE_MANAGER);
-  await manager.start();
   const url = `http://127.0.0.1:${port}`;
   return {
     app,

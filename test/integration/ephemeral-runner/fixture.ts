@@ -7,6 +7,7 @@ import {
   EphemeralRunnerControllerConfig,
   RunnerLifecycleObserver,
   RunnerPodMutator,
+  actionsClientsFrom,
   setupEphemeralRunnerController,
 } from '@aro/controllers';
 import {
@@ -21,7 +22,7 @@ import {
   isNotFound,
 } from '@aro/kube';
 import { createLogger, Logger } from '@aro/observability';
-import { SecretResolver, configHolderOf } from '@aro/secrets';
+import { SecretResolver } from '@aro/secrets';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
 
@@ -203,9 +204,7 @@ export async function startControllerFixture(
       cache: reconcilerCache,
       apiReader: opts.withoutApiReader ? undefined : controllerClient,
       now: opts.now,
-      actions: {
-        getActionsClient: (runner, signal) => resolver.getActionsClient(configHolderOf(runner), signal),
-      },
+      actions: actionsClientsFrom(resolver),
       logger,
       registry,
       podMutators: opts.podMutators,

@@ -32,6 +32,7 @@ import {
   isConflict,
   isForbidden,
   isInvalid,
+  ignoreNotFound,
   isNotFound,
   statusMessage,
 } from '@aro/kube';
@@ -55,7 +56,6 @@ import {
   FatalRegistrationError,
   RetryableRegistrationError,
   createJitConfig,
-  deleteIgnoringNotFound,
   onceAsync,
   registeredRunnerId,
   removeRunnerOfLivePod,
@@ -283,9 +283,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);
       }
-      const result = await this.createPod(runner, secret, ctx.signal, log);
-      if (result === done) this.podCreations.expect(key);
-      return result;
+      return this.createPod(runner, secret, ctx.signal, log);
     }
 
     return this.followPod(runner, pod, initialRunnerId, initialRunnerName, ctx.signal, log);
@@ -505,6 +503,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     }
     try {
       await this.deps.client.create(PodKind, pod);
+      this.podCreations.expect(`${runner.metadata?.namespace}/${runner.metadata?.name}`);
       log.info('Created the runner pod', { runnerScaleSetId: runner.spec.runnerScaleSetId });
       return done;
     } catch (err) {
@@ -671,13 +670,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
   private async deletePodAsFailed(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<void> {
     if (!isBeingDeleted(pod)) {
       log.info('Deleting the failed runner pod', { podUid: pod.metadata?.uid });
-      await deleteIgnoringNotFound(
-        this.deps.client,
-        PodKind,
-        pod.metadata?.namespace ?? '',
-        pod.metadata?.name ?? '',
-        this.deletePodOptions(pod),
-      );
+      await this.deps.client
+        .delete(PodKind, pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', this.deletePodOptions(pod))
+        .catch(ignoreNotFound);
     }
     const uid = pod.metadata?.uid ?? '';
     const failures = { ...(runner.status?.failures ?? {}), [uid]: new Date(this.now()).toISOString() };
@@ -824,7 +819,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (pod && !isBeingDeleted(pod)) {
       log.info('Deleting the runner pod', { podUid: pod.metadata?.uid, terminated: podTerminated(pod) });
       try {
-        await deleteIgnoringNotFound(this.deps.client, PodKind, namespace, name, this.deletePodOptions(pod));
+        await this.deps.client
+          .delete(PodKind, namespace, name, this.deletePodOptions(pod))
+          .catch(ignoreNotFound);
       } catch (err) {
         throw new Error(`failed to delete the runner pod: ${describe(err)}`, { cause: err });
       }
@@ -839,7 +836,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (secret && !isBeingDeleted(secret)) {
       log.info('Deleting the jitconfig secret');
       try {
-        await deleteIgnoringNotFound(this.deps.client, SecretKind, namespace, name);
+        await this.deps.client.delete(SecretKind, namespace, name).catch(ignoreNotFound);
       } catch (err) {
         throw new Error(`failed to delete the jitconfig secret: ${describe(err)}`, { cause: err });
       }
@@ -863,13 +860,14 @@ export class EphemeralRunnerReconciler implements Reconciler {
         if (isBeingDeleted(item)) continue;
         log.info(`Deleting a container hook ${what}`, { [what]: item.metadata?.name });
         try {
-          await deleteIgnoringNotFound(
-            this.deps.client,
-            kind,
-            namespace,
-            item.metadata?.name ?? '',
-            kind === PodKind ? this.deletePodOptions(item as V1Pod) : undefined,
-          );
+          await this.deps.client
+            .delete(
+              kind,
+              namespace,
+              item.metadata?.name ?? '',
+              kind === PodKind ? this.deletePodOptions(item as V1Pod) : undefined,
+            )
+            .catch(ignoreNotFound);
         } catch (err) {
           errors.push(
             new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describe(err)}`),

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
-import type { Reader, Runnable } from '@aro/kube';
+import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
 import type { RunnerReference } from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
@@ -67,7 +67,7 @@ export class OrphanRegistrationSweep implements Runnable {
       // With no grace there is nothing to wait out, and a busy loop must never hammer the service.
       const recheck = this.firstSeenOrphaned.size > 0 && this.graceMs > 0;
       const wait = Math.max(1_000, recheck ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs);
-      await sleep(wait, signal);
+      await sleep(systemClock, wait, signal);
     }
   }
 
@@ -175,17 +175,4 @@ export class OrphanRegistrationSweep implements Runnable {
     }
     return scaleSets;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -2,7 +2,7 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EPHEMERAL_RUNNER_CONTAINER_NAME, EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
 import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/actions';
 import { isNotFound as isActionsNotFound, isRunnerExists } from '@aro/actions';
-import { KubeClient, PodKind, Reader, SecretKind, isNotFound } from '@aro/kube';
+import { PodKind, Reader, SecretKind, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { runnerIdFromSecret } from './runner-resources';
@@ -210,16 +210,4 @@ export async function removeRunnerOfLivePod(
     log.info('Runner is already removed from the service', { runnerId });
   }
   return true;
-}
-
-/** Deletes an object, treating "already gone" as done. */
-export async function deleteIgnoringNotFound(
-  client: KubeClient,
-  ...args: Parameters<KubeClient['delete']>
-): Promise<void> {
-  try {
-    await client.delete(...args);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
 }

@@ -3,11 +3,17 @@ import type { EphemeralRunner } from '@aro/api';
 import { isJobStillRunning, isNotFound as isActionsNotFound } from '@aro/actions';
 import type { ActionsServiceClient } from '@aro/actions';
 import type { Runnable } from '@aro/kube';
+import { type SecretResolver, configHolderOf } from '@aro/secrets';
 import { Logger, getOrCreateCounter, getOrCreateGauge, metricsRegistry } from '@aro/observability';
 
 /** Gives the Actions client for the scale set a runner belongs to (the secret resolver, in the app). */
 export interface ActionsClientProvider {
   getActionsClient(runner: EphemeralRunner, signal?: AbortSignal): Promise<ActionsServiceClient>;
+}
+
+/** The provider every composition uses: the runner's GitHub configuration through the secret resolver. */
+export function actionsClientsFrom(resolver: SecretResolver): ActionsClientProvider {
+  return { getActionsClient: (runner, signal) => resolver.getActionsClient(configHolderOf(runner), signal) };
 }
 
 export interface UnregistrationQueueOptions {
