@@ -1,18 +1,33 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 
+const root = resolve(__dirname, '..', '..', '..');
+
+function runController(env: NodeJS.ProcessEnv) {
+  return spawnSync(process.execPath, ['-r', '@swc-node/register', 'apps/controller/src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
 describe('the controller process', () => {
   it('refuses to start on an invalid option, naming it, with exit code 2', () => {
-    const root = resolve(__dirname, '..', '..', '..');
-    const result = spawnSync(process.execPath, ['-r', '@swc-node/register', 'apps/controller/src/main.ts'], {
-      cwd: root,
-      env: { ...process.env, LOG_LEVEL: 'verbose', MAX_CONCURRENT_RECONCILES: '0' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const result = runController({ LOG_LEVEL: 'verbose', MAX_CONCURRENT_RECONCILES: '0' });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('invalid controller configuration');
     expect(result.stderr).toContain('LOG_LEVEL');
     expect(result.stderr).toContain('MAX_CONCURRENT_RECONCILES');
+  }, 60_000);
+
+  it('reports the Node.js it runs on in its first log line, and that is Node 24', () => {
+    // A kubeconfig that does not exist stops the start right after the first line; the line is what counts.
+    const result = runController({ KUBECONFIG: resolve(root, 'no-such-kubeconfig'), LOG_FORMAT: 'json' });
+    const first = result.stdout.split('\n').find((line) => line.includes('aro-controller starting'));
+    expect(first).toBeDefined();
+    const node = (JSON.parse(first ?? '{}') as { node?: string }).node ?? '';
+    expect(node).toBe(process.version);
+    expect(Number(/^v(\d+)\./.exec(node)?.[1])).toBeGreaterThanOrEqual(24);
   }, 60_000);
 });

@@ -16,6 +16,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+  // The runtime is part of what an operator on call needs to know (the project supports Node 24 only;
+  // a scanner or an old base image can say otherwise), so it is the first thing the process says.
+  logger.info('aro-controller starting', { node: process.version, pid: process.pid });
   const { app } = await startControllerApp({ config, logger });
   logger.info('Controller manager started; serving /healthz, /readyz and /metrics', {
     port: (app.getHttpServer().address() as AddressInfo).port,
