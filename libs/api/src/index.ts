@@ -7,5 +7,6 @@ export * from './v1alpha1/autoscaling-listener-types';
 export * from './v1alpha1/kinds';
 export * from './v1alpha1/constants';
 export * from './v1alpha1/helpers';
+export * from './v1alpha1/listener-config';
 export { crdManifests, crdManifestPaths, CRD_DIRECTORY } from './crd/crd-manifests';
 export { ApiModule } from './api.module';
