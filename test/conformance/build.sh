@@ -11,6 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export LC_ALL=C
+command -v go >/dev/null 2>&1 || { echo "[conformance build] the Go toolchain (go) is required to build the conformance program" >&2; exit 1; }
 
 hash=$(cd "$here" && cat go.mod go.sum $(ls *.go | sort) | sha256sum | cut -c1-16)
 os=$(go env GOOS); arch=$(go env GOARCH)
