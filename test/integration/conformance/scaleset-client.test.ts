@@ -51,7 +51,7 @@ describe("conformance: upstream's scaleset client against the simulator", () => 
 
   it('passes every step of the controller and listener protocol', async () => {
     const run = await runProgram(program, sim.url);
-    // The whole log in the failure message: the FAIL line names the step and what came back.
+    // On a failure the diff shows the FAIL line, which names the step, and what the client returned.
     expect({
       exitCode: run.exitCode,
       failed: failures(run.output),
