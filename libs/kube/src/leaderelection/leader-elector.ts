@@ -20,6 +20,9 @@ import type { Lease, LeaseClient, LeaseSpec } from './lease-client';
  *   (which is shorter than leaseDuration, so the old leader stops before a standby can take over);
  * - release on cancel: clearing holderIdentity lets a standby take over at once instead of waiting
  *   out the lease.
+ * Where it is stricter than client-go: a leader whose renewal finds another holder steps down at once
+ * rather than retrying until renewDeadline (a leader whose monotonic clock stood still through a VM
+ * suspend can wake to find its lease taken), and an attempt abandoned at its deadline never writes.
  */
 export interface LeaderElectionOptions {
   leaseName: string;
