@@ -410,6 +410,32 @@ describe('LeaderElector under a write race', () => {
     },
   );
 
+  it('two candidates that both find no lease and both create it: one leads, the other gets AlreadyExists and stands by', async () => {
+    const clock = new FakeClock();
+    const leases = new InMemoryLeases();
+    const track = new RaceTrack(leases);
+    track.raceNext(['a', 'b']);
+    const a = racer(track, 'a', clock);
+    const b = racer(track, 'b', clock);
+    await clock.advance(0);
+
+    expect(track.writes).toEqual([
+      { by: 'a', holder: 'a', ok: true },
+      { by: 'b', holder: 'b', ok: false, error: expect.stringContaining('(AlreadyExists)') },
+    ]);
+    expect(leadersAmong(a, b)).toEqual(['a']);
+    // The loser learns who won from the read after its failed write, not a retry period later.
+    expect(b.leaders).toEqual(['a']);
+    for (let t = 0; t < 30_000; t += 1_000) {
+      await clock.advance(1_000);
+      expect(leadersAmong(a, b)).toEqual(['a']);
+      expect(leases.read('ns', 'lock')!.spec!.holderIdentity).toBe('a');
+    }
+    expect(track.successfulWritesBy('b')).toBe(0);
+    a.abort.abort();
+    b.abort.abort();
+  });
+
   /*
    * The leader's monotonic clock stood still while the standby's ran on (a suspended VM: Linux's
    * CLOCK_MONOTONIC does not count suspend). On waking the leader thinks it renewed 2 s ago and renews,

@@ -268,8 +268,13 @@ export class LeaderElector {
     let current: Lease | undefined;
     try {
       current = await this.leases.get(this.options.leaseNamespace, this.options.leaseName);
-      if (current === undefined) {
-        if (abandoned.aborted) return 'failed';
+    } catch (e) {
+      this.log.debug('Could not read the lease', { err: errorText(e) });
+      return 'failed';
+    }
+    if (current === undefined) {
+      if (abandoned.aborted) return 'failed';
+      try {
         const created = await this.leases.create({
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
@@ -278,10 +283,11 @@ export class LeaderElector {
         });
         this.observe(created, this.clock.now());
         return 'acquired';
+      } catch (e) {
+        // Typically AlreadyExists: another candidate created it first.
+        this.log.debug('Could not create the lease', { err: errorText(e) });
+        return this.holderAfterFailedWrite();
       }
-    } catch (e) {
-      this.log.debug('Could not read or create the lease', { err: errorText(e) });
-      return 'failed';
     }
 
     const record = current.spec ?? {};
