@@ -20,7 +20,7 @@ import {
 import { isJobStillRunning } from '@aro/actions';
 import {
   DeleteOptions,
-  KubeClient,
+  KubeApi,
   LazyCopy,
   PodKind,
   Reader,
@@ -96,7 +96,7 @@ export interface EphemeralRunnerReconcilerOptions {
 
 export interface EphemeralRunnerReconcilerDeps {
   /** Writes, and the uncached reads of secrets (which are never cached, as upstream). */
-  client: KubeClient;
+  client: KubeApi;
   /** The informer cache, for EphemeralRunners and their pods. */
   cache: Reader;
   /** Uncached reads where the cache is not safe evidence; without it those branches refuse to act. */
@@ -104,7 +104,7 @@ export interface EphemeralRunnerReconcilerDeps {
   actions: ActionsClientProvider;
   unregistrations: Pick<UnregistrationQueue, 'push'>;
   phaseMetrics?: EphemeralRunnerPhaseMetrics;
-  events?: EventRecorder;
+  events?: Pick<EventRecorder, 'record'>;
   podMutators?: RunnerPodMutator[];
   observers?: RunnerLifecycleObserver[];
   logger: Logger;
