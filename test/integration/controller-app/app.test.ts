@@ -45,9 +45,14 @@ describe('The controller app', () => {
       },
     );
 
-    const metrics = (await app.get('/metrics')).body;
-    expect(metrics).toMatch(
-      /controller_runtime_reconcile_total\{controller="ephemeralrunner",result="success"\} [1-9]/,
+    // The reconcile that created the pod counts itself once the create returns: wait for it.
+    let metrics = '';
+    await waitFor(
+      async () =>
+        /controller_runtime_reconcile_total\{controller="ephemeralrunner",result="success"\} [1-9]/.test(
+          (metrics = (await app.get('/metrics')).body),
+        ),
+      { description: 'a successful reconcile counted on /metrics' },
     );
     expect(metrics).toContain('workqueue_adds_total{name="ephemeralrunner"}');
     expect(metrics).toMatch(/leader_election_master_status\{name="aro-controller"\} 1/);
