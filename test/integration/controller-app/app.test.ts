@@ -1,4 +1,5 @@
 import type { V1Lease } from '@kubernetes/client-node';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { KubeClient, LeaseKind, PodKind, isNotFound } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
@@ -88,6 +89,10 @@ describe('The controller app', () => {
     const leader = await bootControllerApp(env);
     booted.push(leader);
     await leader.manager.elected();
+    // The orphan sweep is scheduled in the SchedulerRegistry while leading, and only then.
+    const sweepScheduled = (app: BootedApp) =>
+      app.app.get(SchedulerRegistry).getTimeouts().includes('orphan-registration-sweep');
+    await waitFor(() => sweepScheduled(leader), { description: "the sweep in the leader's scheduler" });
     const standby = await bootControllerApp(env);
     booted.push(standby);
     await waitFor(async () => (await standby.get('/readyz')).status === 200, {
@@ -95,6 +100,7 @@ describe('The controller app', () => {
     });
     expect(standby.manager.isLeader()).toBe(false);
     expect((await standby.get('/readyz')).body).toContain('"leader":false');
+    expect(sweepScheduled(standby)).toBe(false);
 
     await leader.close();
     booted = booted.filter((b) => b !== leader);
@@ -105,6 +111,7 @@ describe('The controller app', () => {
     });
     const lease = await kube.get<V1Lease>(LeaseKind, namespace, 'aro-controller');
     expect(lease.spec?.holderIdentity).toBe(standby.manager.identity);
+    await waitFor(() => sweepScheduled(standby), { description: "the sweep in the new leader's scheduler" });
 
     await runnerIn(namespace, 'ha-runner');
     await waitFor(
