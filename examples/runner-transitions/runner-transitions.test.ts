@@ -1,5 +1,6 @@
+import { KubeClient, PodKind } from '@aro/kube';
 import type { RunningSimulator } from '../../apps/simulator/src';
-import { createTestNamespace, runnerContainerRunning, waitFor } from '../../test/harness';
+import { createTestNamespace, runnerContainerRunning, testKubeConfig, waitFor } from '../../test/harness';
 import { BootedApp, bootControllerApp, createRunnerForApp } from '../../test/integration/controller-app/boot';
 import { startTestSimulator } from '../../test/integration/ephemeral-runner/fixture';
 import { COST_CENTER_LABEL } from './runner-transitions.module';
@@ -24,7 +25,15 @@ describe('The runner-transitions example extension', () => {
       ARO_EXTENSIONS: './examples/runner-transitions/runner-transitions.module',
     });
     await createRunnerForApp(sim, namespace, 'observed', { [COST_CENTER_LABEL]: 'platform' });
-    await waitFor(() => app!.manager.isReady(), { description: 'the manager ready' });
+    const kube = new KubeClient(testKubeConfig());
+    await waitFor(
+      () =>
+        kube.get(PodKind, namespace, 'observed').then(
+          () => true,
+          () => false,
+        ),
+      { description: 'the runner pod' },
+    );
     await runnerContainerRunning(namespace, 'observed');
     await waitFor(
       async () =>
