@@ -1,10 +1,15 @@
 import type { V1Lease } from '@kubernetes/client-node';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { MultiClient } from '@aro/actions';
+import { UnregistrationQueue } from '@aro/controllers';
 import { KubeClient, LeaseKind, PodKind, isNotFound } from '@aro/kube';
+import { getOrCreateCounter } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
 import { startTestSimulator } from '../ephemeral-runner/fixture';
 import { BootedApp, bootControllerApp, createRunnerForApp } from './boot';
+import { RuntimeProbe } from './fixtures/runtime-probe.module';
 
 describe('The controller app', () => {
   let sim: RunningSimulator;
@@ -124,5 +129,25 @@ describe('The controller app', () => {
         description: 'the new leader to reconcile',
       },
     );
+  });
+
+  it('gives an extension loaded from ARO_EXTENSIONS the runtime the app itself uses', async () => {
+    const namespace = await createTestNamespace('app-ext');
+    const app = await bootControllerApp({
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION: 'false',
+      ARO_EXTENSIONS: './test/integration/controller-app/fixtures/runtime-probe.module',
+    });
+    booted.push(app);
+    const probe = app.app.get(RuntimeProbe);
+    expect(probe.kube).toBe(app.app.get(KubeClient));
+    expect(probe.manager).toBe(app.manager);
+    expect(probe.cache).toBe(app.manager.cache);
+    expect(probe.actions).toBe(app.app.get(MultiClient));
+    expect(probe.resolver).toBe(app.app.get(SecretResolver));
+    expect(probe.unregistrations).toBe(app.app.get(UnregistrationQueue));
+    // The registry the extension got is the one /metrics serves.
+    getOrCreateCounter(probe.registry, { name: 'probe_extension_total', help: 'a probe' }).inc();
+    expect((await app.get('/metrics')).body).toContain('probe_extension_total 1');
   });
 });
