@@ -34,5 +34,6 @@ export {
   CredentialSourceProvider,
   SECRETS_MODULE_OPTIONS,
   SecretsModule,
+  type SecretsModuleExtras,
   type SecretsModuleOptions,
 } from './secrets.module';

@@ -9,7 +9,7 @@ import {
   OnModuleInit,
   Optional,
 } from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService, ModuleRef } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { MultiClient } from '@aro/actions';
 import { KubeClient } from '@aro/kube';
 import { LOGGER, Logger } from '@aro/observability';
@@ -18,14 +18,20 @@ import { KubernetesSecretSource } from './kubernetes-secret-source';
 import { SecretResolver } from './secret-resolver';
 
 export interface SecretsModuleOptions {
-  /**
-   * Tokens of extra credential sources, consulted in this order after the discovered ones and before
-   * the Kubernetes Secret source. Each must be provided by a module in the app (or in `imports`).
-   * Marking the provider with {@link CredentialSourceProvider} does the same without this list.
-   */
-  extraSources?: InjectionToken<CredentialSource>[];
   /** Upper bound on one resolution; 30 s by default. */
   timeoutMs?: number;
+}
+
+/** Given to forRoot/forRootAsync beside the options: they shape the module's providers. */
+export interface SecretsModuleExtras {
+  /** Modules providing the `extraSources` (when the app does not import them already). */
+  imports?: ModuleMetadata['imports'];
+  /**
+   * Tokens of extra credential sources, consulted in this order after the discovered ones and before
+   * the Kubernetes Secret source. Marking the provider with {@link CredentialSourceProvider} does the
+   * same without this list.
+   */
+  extraSources?: InjectionToken<CredentialSource>[];
 }
 
 export const {
@@ -33,9 +39,18 @@ export const {
   MODULE_OPTIONS_TOKEN: SECRETS_MODULE_OPTIONS,
 } = new ConfigurableModuleBuilder<SecretsModuleOptions>({ moduleName: 'Secrets' })
   .setClassMethodName('forRoot')
-  .setExtras<{ imports?: ModuleMetadata['imports'] }>({ imports: [] }, (definition, extras) => ({
+  .setExtras<SecretsModuleExtras>({ imports: [], extraSources: [] }, (definition, extras) => ({
     ...definition,
     imports: [...(definition.imports ?? []), ...(extras.imports ?? [])],
+    providers: [
+      ...(definition.providers ?? []),
+      {
+        // The listed sources, then Kubernetes Secrets; the discovered ones are put first at module init.
+        provide: CREDENTIAL_SOURCES,
+        inject: [...(extras.extraSources ?? []), KubernetesSecretSource],
+        useFactory: (...sources: CredentialSource[]): CredentialSource[] => sources,
+      },
+    ],
   }))
   .build();
 
@@ -52,18 +67,16 @@ function isCredentialSource(value: unknown): value is CredentialSource {
 }
 
 /**
- * Fills the source list the resolver consults, at module init: only then are the providers of every
- * module (extensions included) instantiated. The resolver holds the same array, and nothing resolves
- * before init (the manager starts after it), so it never sees a partial list.
+ * Puts the discovered sources at the head of the list the resolver consults, at module init: only
+ * then are the providers of every module (extensions included) instantiated. The resolver holds the
+ * same array, and nothing resolves before init (the manager starts after it), so it never sees a
+ * partial list.
  */
 @Injectable()
 class CredentialSourceDiscovery implements OnModuleInit {
   constructor(
     @Inject(CREDENTIAL_SOURCES) private readonly sources: CredentialSource[],
-    @Inject(SECRETS_MODULE_OPTIONS) private readonly opts: SecretsModuleOptions,
-    private readonly kubernetesSecrets: KubernetesSecretSource,
     private readonly discovery: DiscoveryService,
-    private readonly moduleRef: ModuleRef,
     @Optional() @Inject(LOGGER) private readonly logger?: Logger,
   ) {}
 
@@ -79,12 +92,10 @@ class CredentialSourceDiscovery implements OnModuleInit {
           .join(', ')}`,
       );
     }
-    const listed = (this.opts.extraSources ?? []).map((token) =>
-      this.moduleRef.get<CredentialSource>(token, { strict: false }),
+    const fresh = (discovered as CredentialSource[]).filter(
+      (s, i) => !this.sources.includes(s) && discovered.indexOf(s) === i,
     );
-    const all = [...(discovered as CredentialSource[]), ...listed];
-    const unique = all.filter((s, i) => all.indexOf(s) === i);
-    this.sources.splice(0, this.sources.length, ...unique, this.kubernetesSecrets);
+    this.sources.unshift(...fresh);
     this.logger?.info('Credential sources', { sources: this.sources.map((s) => s.name) });
   }
 }
@@ -104,7 +115,6 @@ class CredentialSourceDiscovery implements OnModuleInit {
       inject: [KubeClient],
       useFactory: (kube: KubeClient) => new KubernetesSecretSource(kube),
     },
-    { provide: CREDENTIAL_SOURCES, useFactory: (): CredentialSource[] => [] },
     {
       provide: SecretResolver,
       inject: [
