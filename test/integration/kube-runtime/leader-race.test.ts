@@ -1,5 +1,5 @@
+import { FakeClock } from '@aro/kube/testing';
 import {
-  FakeClock,
   LeaderElector,
   LeaseKind,
   isConflict,
