@@ -32,8 +32,9 @@ export interface InstalledCharts {
 }
 
 export interface InstallOptions {
-  /** `--set-json` values of the controller chart. */
-  controllerValues?: Record<string, unknown>;
+  /** `--set-json` values of the controller chart (a function: values naming the test's runner namespace). */
+  controllerValues?:
+    Record<string, unknown> | ((namespaces: { runnerNamespace: string }) => Record<string, unknown>);
   scaleSetValues?: Record<string, unknown>;
   /** Changes the rendered controller objects before they are applied (to take a right away). */
   editController?: (manifests: Manifest[]) => void;
@@ -62,7 +63,10 @@ export async function installCharts(
   const controller = await render(CHARTS.controller, {
     release,
     namespace: controllerNamespace,
-    setJson: opts.controllerValues,
+    setJson:
+      typeof opts.controllerValues === 'function'
+        ? opts.controllerValues({ runnerNamespace })
+        : opts.controllerValues,
   });
   opts.editController?.(controller);
   const deployment = findManifest(controller, 'Deployment') as unknown as V1Deployment;

@@ -93,50 +93,66 @@ describe('The charts installed on the apiserver', () => {
     });
   }
 
-  it('takes a runner through its whole life as the chart service account, and logs no Forbidden', async () => {
-    // The defaults (two replicas, so leader election and its Role too), one replica started; the sweep
-    // every 2 s so that it demonstrably runs over the runner's scale set before the log is judged.
-    const charts = await install({ controllerValues: { 'flags.orphanSweepIntervalSeconds': 2 } });
-    const replica = await startReplica(charts, `${charts.release}-0`);
-    await waitFor(async () => (await replica.probe('readinessProbe')).status === 200, {
-      description: 'the replica ready (its readinessProbe as rendered)',
-      timeoutMs: 60_000,
-    });
+  it.each([
+    ['every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
+    [
+      'flags.watchSingleNamespace (Roles only)',
+      ({ runnerNamespace }: { runnerNamespace: string }): Record<string, unknown> => ({
+        'flags.watchSingleNamespace': runnerNamespace,
+      }),
+    ],
+  ])(
+    'takes a runner through its whole life as the chart service account, watching %s, and logs no Forbidden',
+    async (_mode, modeValues) => {
+      // The defaults (two replicas, so leader election and its Role too), one replica started; the sweep
+      // every 2 s so that it demonstrably runs over the runner's scale set before the log is judged.
+      const charts = await install({
+        controllerValues: (namespaces) => ({
+          'flags.orphanSweepIntervalSeconds': 2,
+          ...modeValues(namespaces),
+        }),
+      });
+      const replica = await startReplica(charts, `${charts.release}-0`);
+      await waitFor(async () => (await replica.probe('readinessProbe')).status === 200, {
+        description: 'the replica ready (its readinessProbe as rendered)',
+        timeoutMs: 60_000,
+      });
 
-    const ns = charts.runnerNamespace;
-    await createRunner(charts, 'runner-1');
-    const pod = await waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1')), {
-      description: 'the runner pod created by the controller',
-      timeoutMs: 60_000,
-    });
-    expect(pod.spec?.serviceAccountName).toBe(`arc-runners-aro-rs-no-permission`);
-    await runnerContainerRunning(ns, 'runner-1');
-    await waitFor(
-      async () =>
-        (await kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1')).status?.phase === 'Pending',
-      { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
-    );
-    sim.runnerExited('runner-1', 0);
-    await runnerContainerTerminated(ns, 'runner-1', 0, { phase: 'Succeeded' });
-    await waitFor(
-      async () =>
-        (await readOrUndefined(() => kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1'))) ===
-        undefined,
-      { description: 'the finished EphemeralRunner gone', timeoutMs: 60_000 },
-    );
-    expect(await readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1'))).toBeUndefined();
-    expect(await readOrUndefined(() => kube.get<V1Secret>(SecretKind, ns, 'runner-1'))).toBeUndefined();
-    expect(sim.runner('runner-1')).toBeUndefined();
+      const ns = charts.runnerNamespace;
+      await createRunner(charts, 'runner-1');
+      const pod = await waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1')), {
+        description: 'the runner pod created by the controller',
+        timeoutMs: 60_000,
+      });
+      expect(pod.spec?.serviceAccountName).toBe(`arc-runners-aro-rs-no-permission`);
+      await runnerContainerRunning(ns, 'runner-1');
+      await waitFor(
+        async () =>
+          (await kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1')).status?.phase === 'Pending',
+        { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
+      );
+      sim.runnerExited('runner-1', 0);
+      await runnerContainerTerminated(ns, 'runner-1', 0, { phase: 'Succeeded' });
+      await waitFor(
+        async () =>
+          (await readOrUndefined(() => kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1'))) ===
+          undefined,
+        { description: 'the finished EphemeralRunner gone', timeoutMs: 60_000 },
+      );
+      expect(await readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1'))).toBeUndefined();
+      expect(await readOrUndefined(() => kube.get<V1Secret>(SecretKind, ns, 'runner-1'))).toBeUndefined();
+      expect(sim.runner('runner-1')).toBeUndefined();
 
-    // Evidence that the orphan sweep ran over this scale set (it lists its registrations) before the
-    // log is judged: it is the part that needs the widest reads.
-    const sweeps = sim.callCount('GET agents');
-    await waitFor(() => sim.callCount('GET agents') > sweeps, {
-      description: 'an orphan sweep pass listing the registrations',
-      timeoutMs: 30_000,
-    });
-    expect(replica.output()).not.toMatch(FORBIDDEN);
-  });
+      // Evidence that the orphan sweep ran over this scale set (it lists its registrations) before the
+      // log is judged: it is the part that needs the widest reads.
+      const sweeps = sim.callCount('GET agents');
+      await waitFor(() => sim.callCount('GET agents') > sweeps, {
+        description: 'an orphan sweep pass listing the registrations',
+        timeoutMs: 30_000,
+      });
+      expect(replica.output()).not.toMatch(FORBIDDEN);
+    },
+  );
 
   it('logs the Forbidden when one rule is taken from the rendered ClusterRole', async () => {
     const charts = await install({
