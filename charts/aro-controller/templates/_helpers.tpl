@@ -36,11 +36,13 @@ app.kubernetes.io/name: {{ include "aro-controller.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* Labels on every object; user labels first, so the chart's own always win. */}}
+{{/* Labels on every object: the user's `labels`, under the chart's own, which always win. */}}
 {{- define "aro-controller.labels" -}}
-{{- with .Values.labels }}
-{{ toYaml . }}
+{{- $own := include "aro-controller.ownLabels" . | fromYaml }}
+{{- toYaml (merge $own (deepCopy (default (dict) .Values.labels))) }}
 {{- end }}
+
+{{- define "aro-controller.ownLabels" -}}
 helm.sh/chart: {{ include "aro-controller.chart" . }}
 {{ include "aro-controller.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}

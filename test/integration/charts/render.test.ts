@@ -29,7 +29,7 @@ const invalidCases = readdirSync(join(VALUES, 'invalid'))
   .sort()
   .map((file) => {
     const path = join(VALUES, 'invalid', file);
-    const key = /^# key: (\S+)/.exec(readFileSync(path, 'utf8'))?.[1];
+    const key = /^# key: (.+)$/m.exec(readFileSync(path, 'utf8'))?.[1];
     if (!key) throw new Error(`${path} must start with "# key: <the key helm's message names>"`);
     return { chart: file.split('.')[0], name: basename(file, '.yaml'), path, key };
   });
