@@ -3,6 +3,7 @@ import {
   createWriteStream,
   existsSync,
   mkdirSync,
+  rmSync,
   mkdtempSync,
   readFileSync,
   readdirSync,
@@ -217,7 +218,8 @@ export async function startContainer(
     stop: async (signal = 'SIGTERM') => {
       if (child.pid !== undefined && processExists(child.pid)) child.kill(signal);
       await exited;
-      log.end();
+      await new Promise<void>((done) => log.end(done));
+      rmSync(workdir, { recursive: true, force: true });
     },
   };
 }

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   CoreV1Api,
   KubernetesObject,
@@ -108,6 +110,7 @@ export async function installCharts(
     serviceAccountName,
     kubeconfigPath,
     uninstall: async () => {
+      rmSync(dirname(kubeconfigPath), { recursive: true, force: true });
       const api = KubernetesObjectApi.makeApiClient(testKubeConfig());
       for (const m of [...controller, ...scaleSet]) {
         const ref = {

@@ -119,6 +119,7 @@ describe('The charts installed on the apiserver', () => {
       });
 
       const ns = charts.runnerNamespace;
+      const sweepsBefore = sim.callCount('GET agents');
       await createRunner(charts, 'runner-1');
       const pod = await waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1')), {
         description: 'the runner pod created by the controller',
@@ -131,6 +132,12 @@ describe('The charts installed on the apiserver', () => {
           (await kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1')).status?.phase === 'Pending',
         { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
       );
+      // The orphan sweep (every 2 s here) lists this scale set's registrations while its runner exists:
+      // it is the part needing the widest reads, so the log is judged only after it ran.
+      await waitFor(() => sim.callCount('GET agents') > sweepsBefore, {
+        description: "an orphan sweep pass over the runner's scale set",
+        timeoutMs: 30_000,
+      });
       sim.runnerExited('runner-1', 0);
       await runnerContainerTerminated(ns, 'runner-1', 0, { phase: 'Succeeded' });
       await waitFor(
@@ -143,13 +150,6 @@ describe('The charts installed on the apiserver', () => {
       expect(await readOrUndefined(() => kube.get<V1Secret>(SecretKind, ns, 'runner-1'))).toBeUndefined();
       expect(sim.runner('runner-1')).toBeUndefined();
 
-      // Evidence that the orphan sweep ran over this scale set (it lists its registrations) before the
-      // log is judged: it is the part that needs the widest reads.
-      const sweeps = sim.callCount('GET agents');
-      await waitFor(() => sim.callCount('GET agents') > sweeps, {
-        description: 'an orphan sweep pass listing the registrations',
-        timeoutMs: 30_000,
-      });
       expect(replica.output()).not.toMatch(FORBIDDEN);
     },
   );
