@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { CHARTS, REPO_ROOT, helm, helmBinary, renderText } from './helm-chart';
+import { ListenerDefaults } from '@aro/api';
+import { CHARTS, REPO_ROOT, findManifest, helm, helmBinary, render, renderText } from './helm-chart';
 
 /*
  * The charts as text: lint, the golden renders, the schema's refusals, and the CRDs kept in sync.
@@ -93,5 +94,42 @@ describe('The Helm charts', () => {
         text: readFileSync(join(source, file), 'utf8'),
       });
     }
+  });
+
+  it('names what the image has: the Node line the tests run on, the entrypoints, the user', async () => {
+    const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    expect(/^ARG NODE_VERSION=(\S+)$/m.exec(dockerfile)?.[1]).toBe(pkg.devDependencies.node);
+    expect(dockerfile).toMatch(/^FROM node:\$\{NODE_VERSION\}-slim$/m);
+
+    const deployment = findManifest(
+      await render(CHARTS.controller, { release: 'aro', namespace: 'aro-system' }),
+      'Deployment',
+    ) as unknown as {
+      spec: {
+        template: {
+          spec: {
+            securityContext: { runAsUser: number; runAsGroup: number };
+            containers: Array<{ name: string; command: string[] }>;
+          };
+        };
+      };
+    };
+    const pod = deployment.spec.template.spec;
+    // Both commands the image is run with (the controller's, and the listener pods') are wrappers the
+    // Dockerfile copies onto PATH.
+    const copied = /^COPY (image\/bin\/\S+(?: image\/bin\/\S+)*) \/usr\/local\/bin\/$/m
+      .exec(dockerfile)?.[1]
+      .split(' ');
+    for (const command of [pod.containers[0].command[0], ListenerDefaults.command[0]]) {
+      expect(copied).toContain(`image/bin/${command}`);
+      expect(existsSync(join(REPO_ROOT, 'image', 'bin', command))).toBe(true);
+    }
+    expect(/^USER (\d+):(\d+)$/m.exec(dockerfile)?.slice(1).map(Number)).toEqual([
+      pod.securityContext.runAsUser,
+      pod.securityContext.runAsGroup,
+    ]);
   });
 });
