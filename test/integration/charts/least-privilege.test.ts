@@ -34,6 +34,16 @@ describe('The charts installed on the apiserver', () => {
   let installed: InstalledCharts | undefined;
   let processes: ContainerProcess[] = [];
 
+  /** `work`, failing at once if the replica's process exits first (a command the image lacks, a bad env). */
+  async function whileRunning<T>(replica: ContainerProcess, work: Promise<T>): Promise<T> {
+    const exited = replica.exited.then((code) => {
+      throw new Error(`the controller process ${replica.pod.name} exited with ${code}`);
+    });
+    // Reported through the race below; an exit after `work` settled (the test's own stop) is no failure.
+    exited.catch(() => undefined);
+    return Promise.race([work, exited]);
+  }
+
   /** On failure, the test says what the controller processes printed last. */
   async function explained<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -128,10 +138,13 @@ describe('The charts installed on the apiserver', () => {
           }),
         });
         const replica = await startReplica(charts, `${charts.release}-0`);
-        await waitFor(async () => (await replica.probe('readinessProbe')).status === 200, {
-          description: 'the replica ready (its readinessProbe as rendered)',
-          timeoutMs: 120_000,
-        });
+        await whileRunning(
+          replica,
+          waitFor(async () => (await replica.probe('readinessProbe')).status === 200, {
+            description: 'the replica ready (its readinessProbe as rendered)',
+            timeoutMs: 120_000,
+          }),
+        );
 
         const ns = charts.runnerNamespace;
         const sweepsBefore = sim.callCount('GET agents');
