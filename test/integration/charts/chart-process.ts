@@ -1,0 +1,246 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  rmSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import type { V1Container, V1Deployment, V1EnvVar, V1Volume } from '@kubernetes/client-node';
+import { processExists } from '../../harness';
+import { REPO_ROOT } from './helm-chart';
+
+/*
+ * Runs a container of a rendered Deployment as a local process, the way the ARO image would run it.
+ *
+ * The one translation from image to checkout, in one place: the image puts image/bin/ on PATH and sets
+ * ARO_HOME=/app, where `npm run build` left dist/; here image/bin/ goes first on PATH with the pinned
+ * Node beside it, and ARO_HOME is this checkout after the same build. The wrapper scripts are the
+ * Dockerfile's own files, so a command the chart names but the image lacks, or a dist path that moved,
+ * fails here. Everything else comes from the Deployment as rendered: command, args, env (the downward
+ * API answered as the kubelet would), and each mount, which must be one the test can stand in for.
+ * The pod network is the other stand-in: each replica's container port is served on a free loopback
+ * port, as each pod would have an IP of its own.
+ */
+
+const run = promisify(execFile);
+
+/** The Nest projects the chart's image runs, as `npm run build` builds them. */
+function imageProjects(): string[] {
+  return ['controller', 'listener'].filter((p) => existsSync(join(REPO_ROOT, 'apps', p, 'src', 'main.ts')));
+}
+
+function newestSourceMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules') newest = Math.max(newest, newestSourceMtime(path));
+    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts')) {
+      newest = Math.max(newest, statSync(path).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+/**
+ * Builds the apps the image holds unless dist/ is newer than every source they compile from. Each
+ * build takes a minute or two on this machine; a rerun with nothing changed takes none.
+ */
+export async function ensureImageAppsBuilt(log: (line: string) => void): Promise<void> {
+  const sources = Math.max(
+    newestSourceMtime(join(REPO_ROOT, 'libs')),
+    newestSourceMtime(join(REPO_ROOT, 'apps')),
+  );
+  for (const project of imageProjects()) {
+    const main = join(REPO_ROOT, 'dist', 'apps', project, 'apps', project, 'src', 'main.js');
+    if (existsSync(main) && statSync(main).mtimeMs > sources) continue;
+    log(`building ${project} (nest build ${project}) for the image stand-in`);
+    await run(join(REPO_ROOT, 'node_modules', '.bin', 'nest'), ['build', project], {
+      cwd: REPO_ROOT,
+      timeout: 15 * 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePromise(port));
+    });
+  });
+}
+
+export interface PodIdentity {
+  name: string;
+  namespace: string;
+  serviceAccountName: string;
+}
+
+export interface ContainerProcess {
+  pod: PodIdentity;
+  child: ChildProcess;
+  /** Base URL of the container port named `metrics`, as the kubelet's probes reach it. */
+  url: string;
+  env: Record<string, string>;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+  /** The HTTP probe of the container (`livenessProbe` or `readinessProbe`) as the kubelet runs it. */
+  probe(which: 'livenessProbe' | 'readinessProbe'): Promise<{ status: number; body: string }>;
+  get(path: string): Promise<{ status: number; body: string }>;
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+function resolveEnv(env: V1EnvVar[], pod: PodIdentity): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of env) {
+    if (e.valueFrom) {
+      const field = e.valueFrom.fieldRef?.fieldPath;
+      const downward: Record<string, string> = {
+        'metadata.name': pod.name,
+        'metadata.namespace': pod.namespace,
+        'spec.serviceAccountName': pod.serviceAccountName,
+      };
+      if (!field || downward[field] === undefined) {
+        throw new Error(`env ${e.name}: the test cannot stand in for ${JSON.stringify(e.valueFrom)}`);
+      }
+      out[e.name] = downward[field];
+    } else {
+      out[e.name] = e.value ?? '';
+    }
+  }
+  return out;
+}
+
+/**
+ * Starts container `containerName` of the Deployment as pod `pod`, against the apiserver named by
+ * `kubeconfigPath` (standing in for the service account token the kubelet would mount).
+ */
+export async function startContainer(
+  deployment: V1Deployment,
+  containerName: string,
+  pod: PodIdentity,
+  kubeconfigPath: string,
+): Promise<ContainerProcess> {
+  const podSpec = deployment.spec?.template.spec;
+  const container: V1Container | undefined = podSpec?.containers.find((c) => c.name === containerName);
+  if (!podSpec || !container) throw new Error(`the Deployment has no container ${containerName}`);
+  const command = [...(container.command ?? []), ...(container.args ?? [])];
+  if (command.length === 0)
+    throw new Error(`container ${containerName} has no command; the image has no default the test knows`);
+
+  const workdir = mkdtempSync(join(tmpdir(), `aro-chart-${pod.name}-`));
+  const volumes = new Map<string, V1Volume>((podSpec.volumes ?? []).map((v) => [v.name, v]));
+  let tmpDir: string | undefined;
+  for (const mount of container.volumeMounts ?? []) {
+    const volume = volumes.get(mount.name);
+    if (mount.mountPath === '/tmp' && volume?.emptyDir) {
+      tmpDir = join(workdir, 'tmp');
+      continue;
+    }
+    throw new Error(`the test cannot stand in for mount ${mount.name} at ${mount.mountPath}`);
+  }
+
+  const env = resolveEnv(container.env ?? [], pod);
+  const metricsPort = (container.ports ?? []).find((p) => p.name === 'metrics');
+  if (!metricsPort) throw new Error(`container ${containerName} has no port named metrics`);
+  if (env.PROBE_PORT !== String(metricsPort.containerPort)) {
+    throw new Error(
+      `PROBE_PORT=${env.PROBE_PORT} but the metrics containerPort is ${metricsPort.containerPort}`,
+    );
+  }
+  const hostPort = await freePort();
+  const processEnv: Record<string, string> = {
+    ...env,
+    PROBE_PORT: String(hostPort),
+    // The image's environment (Dockerfile ENV) and the stand-ins described above.
+    NODE_ENV: 'production',
+    ARO_HOME: REPO_ROOT,
+    PATH: [join(REPO_ROOT, 'image', 'bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter),
+    HOME: workdir,
+    KUBECONFIG: kubeconfigPath,
+    ...(tmpDir ? { TMPDIR: tmpDir } : {}),
+  };
+  if (tmpDir) mkdirSync(tmpDir);
+
+  const logPath = join(workdir, 'output.log');
+  const log = createWriteStream(logPath);
+  let output = '';
+  const child = spawn(command[0], command.slice(1), { env: processEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      log.write(chunk);
+    });
+  }
+  const exited = new Promise<number | null>((resolvePromise) =>
+    child.once('exit', (code) => resolvePromise(code)),
+  );
+  const url = `http://127.0.0.1:${hostPort}`;
+  const get = async (path: string) => {
+    try {
+      const res = await fetch(url + path, { signal: AbortSignal.timeout(5_000) });
+      return { status: res.status, body: await res.text() };
+    } catch (err) {
+      return { status: 0, body: String(err) };
+    }
+  };
+  return {
+    pod,
+    child,
+    url,
+    env: processEnv,
+    output: () => output,
+    probe: async (which) => {
+      const probe = container[which];
+      const path = probe?.httpGet?.path;
+      if (!path || probe?.httpGet?.port !== 'metrics') {
+        throw new Error(`${which} is not an HTTP probe on the metrics port: ${JSON.stringify(probe)}`);
+      }
+      return get(path);
+    },
+    get,
+    exited,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.pid !== undefined && processExists(child.pid)) child.kill(signal);
+      await exited;
+      await new Promise<void>((done) => log.end(done));
+      rmSync(workdir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A kubeconfig file holding a bearer token, as the kubelet's token mount would give the pod. */
+export function writeTokenKubeconfig(server: string, caPath: string, token: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'aro-chart-kubeconfig-'));
+  const path = join(dir, 'kubeconfig');
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'envtest',
+        cluster: { server, 'certificate-authority-data': readFileSync(caPath).toString('base64') },
+      },
+    ],
+    users: [{ name: 'sa', user: { token } }],
+    contexts: [{ name: 'sa', context: { cluster: 'envtest', user: 'sa' } }],
+    'current-context': 'sa',
+  };
+  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+  return path;
+}

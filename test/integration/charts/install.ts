@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  CoreV1Api,
+  KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  V1Deployment,
+} from '@kubernetes/client-node';
+import { controlPlaneInfo, createTestNamespace, testKubeConfig } from '../../harness';
+import { CHARTS, Manifest, findManifest, render } from './helm-chart';
+import { writeTokenKubeconfig } from './chart-process';
+
+/*
+ * Installs the two charts as a user would (aro-controller in its namespace, aro-scale-set in a runner
+ * namespace bound to the controller's service account), by server-side apply of `helm template`'s
+ * output: the same objects `helm install` would create, without Helm's release bookkeeping. The CRDs
+ * are the control plane's own (the render test checks that crds/ matches them).
+ */
+
+export interface InstalledCharts {
+  release: string;
+  controllerNamespace: string;
+  runnerNamespace: string;
+  controller: Manifest[];
+  scaleSet: Manifest[];
+  deployment: V1Deployment;
+  serviceAccountName: string;
+  /** A kubeconfig holding a token of the chart's service account (TokenRequest). */
+  kubeconfigPath: string;
+  /** Removes what outlives the namespaces (cluster-scoped RBAC) and the cleanup-protection finalizers. */
+  uninstall(): Promise<void>;
+}
+
+export interface InstallOptions {
+  /** `--set-json` values of the controller chart (a function: values naming the test's runner namespace). */
+  controllerValues?:
+    Record<string, unknown> | ((namespaces: { runnerNamespace: string }) => Record<string, unknown>);
+  scaleSetValues?: Record<string, unknown>;
+  /** Changes the rendered controller objects before they are applied (to take a right away). */
+  editController?: (manifests: Manifest[]) => void;
+}
+
+async function apply(manifests: Manifest[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(testKubeConfig());
+  for (const manifest of manifests) {
+    await api.patch(
+      manifest as KubernetesObject,
+      undefined,
+      undefined,
+      'aro-chart-test',
+      true,
+      PatchStrategy.ServerSideApply,
+    );
+  }
+}
+
+export async function installCharts(
+  opts: InstallOptions & { configUrl: string; githubToken: string },
+): Promise<InstalledCharts> {
+  const release = `aro-${randomBytes(3).toString('hex')}`;
+  const controllerNamespace = await createTestNamespace('aro-system');
+  const runnerNamespace = await createTestNamespace('runners');
+  const controller = await render(CHARTS.controller, {
+    release,
+    namespace: controllerNamespace,
+    setJson:
+      typeof opts.controllerValues === 'function'
+        ? opts.controllerValues({ runnerNamespace })
+        : opts.controllerValues,
+  });
+  opts.editController?.(controller);
+  const deployment = findManifest(controller, 'Deployment') as unknown as V1Deployment;
+  const serviceAccountName = deployment.spec?.template.spec?.serviceAccountName ?? '';
+  const scaleSet = await render(CHARTS.scaleSet, {
+    release: 'arc-runners',
+    namespace: runnerNamespace,
+    setJson: {
+      githubConfigUrl: opts.configUrl,
+      githubConfigSecret: { github_token: opts.githubToken },
+      controllerServiceAccount: { namespace: controllerNamespace, name: serviceAccountName },
+      ...opts.scaleSetValues,
+    },
+  });
+  // The Deployment itself has no kubelet to run it: the test starts its container as a process.
+  await apply(controller.filter((m) => m.kind !== 'Deployment'));
+  await apply(scaleSet);
+
+  const core = testKubeConfig().makeApiClient(CoreV1Api);
+  const tokenRequest = await core.createNamespacedServiceAccountToken({
+    name: serviceAccountName,
+    namespace: controllerNamespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const info = controlPlaneInfo();
+  const kubeconfigPath = writeTokenKubeconfig(
+    info.server,
+    info.servingCaCertPath,
+    tokenRequest.status?.token ?? '',
+  );
+
+  return {
+    release,
+    controllerNamespace,
+    runnerNamespace,
+    controller,
+    scaleSet,
+    deployment,
+    serviceAccountName,
+    kubeconfigPath,
+    uninstall: async () => {
+      rmSync(dirname(kubeconfigPath), { recursive: true, force: true });
+      const api = KubernetesObjectApi.makeApiClient(testKubeConfig());
+      for (const m of [...controller, ...scaleSet]) {
+        const ref = {
+          apiVersion: m.apiVersion,
+          kind: m.kind,
+          metadata: { name: m.metadata.name, namespace: m.metadata.namespace },
+        };
+        if (m.metadata.finalizers?.length) {
+          await api
+            .patch(
+              { ...ref, metadata: { ...ref.metadata, finalizers: null } } as unknown as KubernetesObject,
+              undefined,
+              undefined,
+              undefined,
+              undefined,
+              PatchStrategy.MergePatch,
+            )
+            .catch(() => undefined);
+        }
+        if (!m.metadata.namespace) await api.delete(ref).catch(() => undefined);
+      }
+    },
+  };
+}

@@ -1,0 +1,280 @@
+import type { CoreV1Event, V1Lease, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { runnerContainerRunning, runnerContainerTerminated, testKubeConfig, waitFor } from '../../harness';
+import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
+import { ContainerProcess, ensureImageAppsBuilt, startContainer } from './chart-process';
+import { Manifest, findManifest, helmBinary } from './helm-chart';
+import { InstalledCharts, InstallOptions, installCharts } from './install';
+
+/*
+ * Least privilege, proved on the real apiserver: the controller runs as the chart's service account
+ * (a TokenRequest token), with exactly the chart's command and env, and takes a runner through its
+ * whole life. Its log must hold no Forbidden; and with one rule taken from the rendered ClusterRole,
+ * it must, so the proof can fail.
+ */
+
+jest.setTimeout(240_000);
+
+const FORBIDDEN = /forbidden/i;
+
+async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+describe('The charts installed on the apiserver', () => {
+  let sim: RunningSimulator;
+  const kube = new KubeClient(testKubeConfig());
+  let installed: InstalledCharts | undefined;
+  let processes: ContainerProcess[] = [];
+
+  /** `work`, failing at once if the replica's process exits first (a command the image lacks, a bad env). */
+  async function whileRunning<T>(replica: ContainerProcess, work: Promise<T>): Promise<T> {
+    const exited = replica.exited.then((code) => {
+      throw new Error(`the controller process ${replica.pod.name} exited with ${code}`);
+    });
+    // Reported through the race below; an exit after `work` settled (the test's own stop) is no failure.
+    exited.catch(() => undefined);
+    return Promise.race([work, exited]);
+  }
+
+  /** On failure, the test says what the controller processes printed last. */
+  async function explained<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      const tails = processes
+        .map((p) => `--- ${p.pod.name} (last lines) ---\n${p.output().split('\n').slice(-25).join('\n')}`)
+        .join('\n');
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${tails}`, { cause: err });
+    }
+  }
+
+  beforeAll(async () => {
+    await helmBinary();
+    await ensureImageAppsBuilt((line) => process.stderr.write(`[charts] ${line}\n`));
+    sim = await startTestSimulator();
+  }, 30 * 60_000);
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  afterEach(async () => {
+    for (const p of processes) await p.stop();
+    processes = [];
+    await installed?.uninstall();
+    installed = undefined;
+  });
+
+  async function install(opts: InstallOptions = {}): Promise<InstalledCharts> {
+    installed = await installCharts({
+      ...opts,
+      configUrl: sim.configUrl({ org: 'octo' }),
+      githubToken: DEFAULT_PAT,
+    });
+    return installed;
+  }
+
+  async function startReplica(charts: InstalledCharts, podName: string): Promise<ContainerProcess> {
+    const replica = await startContainer(
+      charts.deployment,
+      'manager',
+      { name: podName, namespace: charts.controllerNamespace, serviceAccountName: charts.serviceAccountName },
+      charts.kubeconfigPath,
+    );
+    processes.push(replica);
+    return replica;
+  }
+
+  /** An EphemeralRunner as the scale set's runner set would make it: the ARS's pod template and secret. */
+  async function createRunner(charts: InstalledCharts, name: string): Promise<void> {
+    const ars = findManifest(charts.scaleSet, 'AutoscalingRunnerSet') as Manifest & {
+      spec: {
+        githubConfigUrl: string;
+        githubConfigSecret: string;
+        template: { metadata?: object; spec: object };
+      };
+    };
+    const template = ars.spec.template;
+    await kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+      apiVersion: 'actions.github.com/v1alpha1',
+      kind: 'EphemeralRunner',
+      metadata: { name, namespace: charts.runnerNamespace },
+      spec: {
+        githubConfigUrl: ars.spec.githubConfigUrl,
+        githubConfigSecret: ars.spec.githubConfigSecret,
+        runnerScaleSetId: await createScaleSet(sim, `${charts.release}-${name}`),
+        ...(template.metadata ? { metadata: template.metadata } : {}),
+        spec: template.spec,
+      } as EphemeralRunner['spec'],
+    });
+  }
+
+  it.each([
+    ['every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
+    [
+      'flags.watchSingleNamespace (Roles only)',
+      ({ runnerNamespace }: { runnerNamespace: string }): Record<string, unknown> => ({
+        'flags.watchSingleNamespace': runnerNamespace,
+      }),
+    ],
+  ])(
+    'takes a runner through its whole life as the chart service account, watching %s, and logs no Forbidden',
+    (_mode, modeValues) =>
+      explained(async () => {
+        // The defaults (two replicas, so leader election and its Role too), one replica started; the sweep
+        // every 2 s so that it demonstrably runs over the runner's scale set before the log is judged.
+        const charts = await install({
+          // debug: the controller logs some refusals (a failed Event) only at debug level.
+          controllerValues: (namespaces) => ({
+            'flags.orphanSweepIntervalSeconds': 2,
+            'flags.logLevel': 'debug',
+            ...modeValues(namespaces),
+          }),
+        });
+        const replica = await startReplica(charts, `${charts.release}-0`);
+        await whileRunning(
+          replica,
+          waitFor(async () => (await replica.probe('readinessProbe')).status === 200, {
+            description: 'the replica ready (its readinessProbe as rendered)',
+            timeoutMs: 120_000,
+          }),
+        );
+
+        const ns = charts.runnerNamespace;
+        const sweepsBefore = sim.callCount('GET agents');
+        await createRunner(charts, 'runner-1');
+        const pod = await waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1')), {
+          description: 'the runner pod created by the controller',
+          timeoutMs: 60_000,
+        });
+        expect(pod.spec?.serviceAccountName).toBe(`arc-runners-aro-rs-no-permission`);
+        await runnerContainerRunning(ns, 'runner-1');
+        await waitFor(
+          async () =>
+            (await kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1')).status?.phase ===
+            'Pending',
+          { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
+        );
+        // The orphan sweep (every 2 s here) lists this scale set's registrations while its runner exists:
+        // it is the part needing the widest reads, so the log is judged only after it ran.
+        await waitFor(() => sim.callCount('GET agents') > sweepsBefore, {
+          description: "an orphan sweep pass over the runner's scale set",
+          timeoutMs: 30_000,
+        });
+        sim.runnerExited('runner-1', 0);
+        await runnerContainerTerminated(ns, 'runner-1', 0, { phase: 'Succeeded' });
+        await waitFor(
+          async () =>
+            (await readOrUndefined(() => kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-1'))) ===
+            undefined,
+          { description: 'the finished EphemeralRunner gone', timeoutMs: 60_000 },
+        );
+        expect(await readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-1'))).toBeUndefined();
+        expect(await readOrUndefined(() => kube.get<V1Secret>(SecretKind, ns, 'runner-1'))).toBeUndefined();
+        expect(sim.runner('runner-1')).toBeUndefined();
+        // The Events on the runner were recorded (a refused Event is only a debug line in the log).
+        const events = await kube.list<CoreV1Event>(EventKind, {
+          namespace: ns,
+          fieldSelector: 'involvedObject.name=runner-1',
+        });
+        expect(events.length).toBeGreaterThan(0);
+
+        expect(replica.output()).not.toMatch(FORBIDDEN);
+      }),
+  );
+
+  it('logs the Forbidden when one rule is taken from the rendered ClusterRole', () =>
+    explained(async () => {
+      const charts = await install({
+        controllerValues: { replicaCount: 1 },
+        editController: (manifests) => {
+          const role = manifests.find((m) => m.kind === 'ClusterRole') as Manifest & {
+            rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+          };
+          for (const rule of role.rules)
+            rule.resources = rule.resources.filter((r) => r !== 'ephemeralrunnersets');
+        },
+      });
+      const replica = await startReplica(charts, `${charts.release}-0`);
+      await waitFor(() => FORBIDDEN.test(replica.output()), {
+        description: 'a Forbidden in the controller log',
+        timeoutMs: 60_000,
+      });
+      expect(replica.output()).toMatch(/cannot (list|watch) resource \\?"ephemeralrunnersets\\?"/);
+    }));
+
+  it('runs two replicas: one leads, the other is ready as standby and takes over when the leader is killed', () =>
+    explained(async () => {
+      const charts = await install();
+      const env = Object.fromEntries(
+        (charts.deployment.spec?.template.spec?.containers[0].env ?? []).map((e) => [e.name, e.value]),
+      );
+      expect(charts.deployment.spec?.replicas).toBe(2);
+      expect(env).toMatchObject({
+        LEADER_ELECTION: 'true',
+        LEADER_ELECTION_ID: `${charts.release}-aro-controller`,
+      });
+      const leaseMs = Number(env.LEASE_DURATION_SECONDS) * 1000;
+      const retryMs = Number(env.RETRY_PERIOD_SECONDS) * 1000;
+      const leaseName = String(env.LEADER_ELECTION_ID);
+      const holder = async () =>
+        (await readOrUndefined(() => kube.get<V1Lease>(LeaseKind, charts.controllerNamespace, leaseName)))
+          ?.spec;
+
+      const first = await startReplica(charts, `${charts.release}-a`);
+      await waitFor(async () => (await holder())?.holderIdentity?.startsWith(`${first.pod.name}_`), {
+        description: `replica ${first.pod.name} to take the Lease ${charts.controllerNamespace}/${leaseName}`,
+        timeoutMs: 60_000,
+      });
+      const second = await startReplica(charts, `${charts.release}-b`);
+      const standby = await waitFor(
+        async () => {
+          const probe = await second.probe('readinessProbe');
+          return probe.status === 200 ? probe : undefined;
+        },
+        { description: 'the second replica ready as standby', timeoutMs: 60_000 },
+      );
+      expect(standby.body).toContain('"leader":false');
+      expect((await first.probe('readinessProbe')).body).toContain('"leader":true');
+      expect((await second.probe('livenessProbe')).status).toBe(200);
+
+      // SIGKILL: no release of the lease, the standby must wait it out.
+      const killedAt = Date.now();
+      await first.stop('SIGKILL');
+      const taken = await waitFor(
+        async () => {
+          const spec = await holder();
+          return spec?.holderIdentity?.startsWith(`${second.pod.name}_`) ? spec : undefined;
+        },
+        { description: 'the standby to take the Lease over', timeoutMs: leaseMs + 10 * retryMs + 60_000 },
+      );
+      const handoverMs = new Date(String(taken.acquireTime)).getTime() - killedAt;
+      process.stderr.write(
+        `[charts] leader killed; standby acquired the Lease ${handoverMs} ms later ` +
+          `(lease duration ${leaseMs} ms + retry period ${retryMs} ms = ${leaseMs + retryMs} ms)\n`,
+      );
+      // The standby counts the lease expired leaseDuration after it last saw it change, which it notices
+      // on its next jittered attempt; the acquisition itself is one more jittered attempt away.
+      expect(handoverMs).toBeLessThanOrEqual(leaseMs + 2 * (1 + 1.2) * retryMs);
+      await waitFor(async () => (await second.probe('readinessProbe')).body.includes('"leader":true'), {
+        description: 'the new leader to say so on /readyz',
+      });
+
+      // The new leader reconciles.
+      await createRunner(charts, 'after-handover');
+      await waitFor(
+        () => readOrUndefined(() => kube.get<V1Pod>(PodKind, charts.runnerNamespace, 'after-handover')),
+        {
+          description: 'the runner pod created by the new leader',
+          timeoutMs: 60_000,
+        },
+      );
+      expect(first.output() + second.output()).not.toMatch(FORBIDDEN);
+    }));
+});
