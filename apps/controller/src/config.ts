@@ -45,6 +45,19 @@ export const controllerEnvSchema = z
     SHUTDOWN_TIMEOUT_SECONDS: seconds(30).refine((v) => v > 0, 'must be > 0'),
     POD_NAME: z.string().optional(),
     POD_NAMESPACE: z.string().optional(),
+    /**
+     * Extension modules to load, comma-separated: package names, or paths (relative to the working
+     * directory) of files that export a Nest module. See docs/extending.md.
+     */
+    ARO_EXTENSIONS: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      ),
   })
   .superRefine((env, ctx) => {
     if (env.RENEW_DEADLINE_SECONDS >= env.LEASE_DURATION_SECONDS) {

@@ -1,188 +1,107 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { ActionsModule, ActionsModuleOptions, userAgentFor } from '@aro/actions';
 import {
-  BeforeApplicationShutdown,
-  DynamicModule,
-  Inject,
-  Injectable,
-  Module,
-  ModuleMetadata,
-  OnApplicationShutdown,
-  OnModuleInit,
-} from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
-import { PrometheusModule } from '@willsoto/nestjs-prometheus';
-import { KubeConfig } from '@kubernetes/client-node';
-import { MultiClient, userAgentFor } from '@aro/actions';
-import {
-  RunnerExtension,
-  actionsClientsFrom,
-  isRunnerLifecycleObserver,
-  isRunnerPodMutator,
-  setupEphemeralRunnerController,
+  EphemeralRunnerModule,
+  EphemeralRunnerModuleOptions,
+  UnregistrationModule,
+  UnregistrationModuleOptions,
 } from '@aro/controllers';
-import { InformerCache, KUBE_MANAGER, KubeClient, Manager } from '@aro/kube';
-import { LOGGER, Logger, ObservabilityModule, metricsRegistry } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
+import { KubeModule, KubeModuleOptions, Manager, ManagerStartMode } from '@aro/kube';
+import { Logger, ObservabilityModule } from '@aro/observability';
+import { SecretsModule } from '@aro/secrets';
 import type { ControllerConfig } from './config';
-import { HealthController } from './health.controller';
-
-export const CONTROLLER_CONFIG = Symbol('aro.controllerConfig');
-const KUBE_CLIENT = Symbol('aro.kubeClient');
-const SECRET_RESOLVER = Symbol('aro.secretResolver');
+import type { ExtensionModule } from './extensions';
+import { HealthModule } from './health/health.module';
 
 export interface ControllerAppOptions {
   config: ControllerConfig;
   logger: Logger;
+  /** Extension modules (loaded from ARO_EXTENSIONS), imported beside the app's own. */
+  extensions?: ExtensionModule[];
   /** A kubeconfig to use instead of the one the environment names (tests). */
   kubeConfig?: KubeConfig;
-  /** Extension modules: their providers marked @RunnerExtension() are picked up. */
-  imports?: ModuleMetadata['imports'];
+  /** When the manager starts (main.ts: `background`, after listen; tests: `manual` to arrange first). */
+  managerStart?: ManagerStartMode;
   /** Called instead of exiting when leadership is lost (tests). */
   onLeadershipLost?: (manager: Manager) => void;
+  /** The clock of the reconciler's time-based branches (tests). */
+  now?: () => number;
+  /**
+   * What the environment cannot say, for tests: sub-second timings, a controller without uncached
+   * reads. Merged over what `config` gives each module.
+   */
+  overrides?: {
+    ephemeralRunner?: Partial<EphemeralRunnerModuleOptions>;
+    unregistration?: Partial<UnregistrationModuleOptions>;
+    actions?: ActionsModuleOptions;
+  };
 }
 
-function loadKubeConfig(config: ControllerConfig): KubeConfig {
-  const kc = new KubeConfig();
-  if (config.KUBECONFIG) kc.loadFromFile(config.KUBECONFIG);
-  else kc.loadFromDefault();
-  return kc;
+/** What each module is given, from the validated environment. */
+export function moduleOptionsFrom(options: ControllerAppOptions) {
+  const { config, overrides = {} } = options;
+  const kube: KubeModuleOptions = {
+    kubeConfig: options.kubeConfig,
+    kubeconfigPath: config.KUBECONFIG,
+    userAgent: userAgentFor('controller'),
+    fieldManager: 'aro-controller',
+    namespace: config.WATCH_NAMESPACE,
+    gracefulShutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    start: options.managerStart,
+    onLeadershipLost: options.onLeadershipLost,
+    leaderElection: config.LEADER_ELECTION
+      ? {
+          leaseName: config.LEADER_ELECTION_ID,
+          leaseNamespace: config.LEADER_ELECTION_NAMESPACE ?? config.POD_NAMESPACE ?? 'default',
+          leaseDurationMs: config.LEASE_DURATION_SECONDS * 1000,
+          renewDeadlineMs: config.RENEW_DEADLINE_SECONDS * 1000,
+          retryPeriodMs: config.RETRY_PERIOD_SECONDS * 1000,
+        }
+      : false,
+  };
+  const ephemeralRunner: EphemeralRunnerModuleOptions = {
+    userAgent: userAgentFor('runner'),
+    maxConcurrentReconciles: config.MAX_CONCURRENT_RECONCILES,
+    terminatedPodGracePeriodSeconds: config.TERMINATED_POD_GRACE_PERIOD_SECONDS,
+    maxFailures: config.MAX_POD_FAILURES,
+    failureBackoffBaseMs: config.FAILURE_BACKOFF_BASE_SECONDS * 1000,
+    events: config.EVENTS,
+    now: options.now,
+    ...overrides.ephemeralRunner,
+  };
+  const unregistration: UnregistrationModuleOptions = {
+    namespace: config.WATCH_NAMESPACE,
+    workers: config.UNREGISTRATION_WORKERS,
+    orphanSweepIntervalMs: config.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000,
+    orphanGraceMs: config.ORPHAN_GRACE_SECONDS * 1000,
+    drainTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    ...overrides.unregistration,
+  };
+  return { kube, ephemeralRunner, unregistration, actions: overrides.actions ?? {} };
 }
 
 /**
- * Registers the controllers with the manager once every module is initialised (so extensions from
- * any imported module are found); on shutdown stops the manager before the HTTP server closes, then
- * closes the Actions and Kubernetes clients.
- * The manager is started by main.ts after the HTTP server listens, so probes answer during a long sync.
+ * The controller app: the lib modules, configured from the environment, and the extensions. It
+ * builds nothing itself; every runtime part is a provider of the module that owns it (see
+ * docs/architecture.md for the graph).
  */
-@Injectable()
-class ControllerRegistration implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
-  constructor(
-    @Inject(CONTROLLER_CONFIG) private readonly config: ControllerConfig,
-    @Inject(KUBE_MANAGER) private readonly manager: Manager,
-    @Inject(KUBE_CLIENT) private readonly client: KubeClient,
-    @Inject(SECRET_RESOLVER) private readonly resolver: SecretResolver,
-    private readonly multiClient: MultiClient,
-    @Inject(LOGGER) private readonly logger: Logger,
-    private readonly discovery: DiscoveryService,
-  ) {}
-
-  onModuleInit(): void {
-    const extensions = this.discovery
-      .getProviders({ metadataKey: RunnerExtension.KEY })
-      .map((wrapper) => wrapper.instance as unknown);
-    const podMutators = extensions.filter(isRunnerPodMutator);
-    const observers = extensions.filter(isRunnerLifecycleObserver);
-    if (extensions.length > 0) {
-      this.logger.info('Loaded runner extensions', {
-        podMutators: podMutators.map((m) => m.name),
-        observers: observers.map((o) => o.name),
-      });
-    }
-    const config = this.config;
-    setupEphemeralRunnerController(
-      {
-        manager: this.manager,
-        client: this.client,
-        cache: this.manager.cache,
-        apiReader: this.client,
-        actions: actionsClientsFrom(this.resolver),
-        logger: this.logger,
-        podMutators,
-        observers,
-      },
-      {
-        userAgent: userAgentFor('runner'),
-        namespace: config.WATCH_NAMESPACE,
-        maxConcurrentReconciles: config.MAX_CONCURRENT_RECONCILES,
-        unregistrationWorkers: config.UNREGISTRATION_WORKERS,
-        terminatedPodGracePeriodSeconds: config.TERMINATED_POD_GRACE_PERIOD_SECONDS,
-        maxFailures: config.MAX_POD_FAILURES,
-        failureBackoffBaseMs: config.FAILURE_BACKOFF_BASE_SECONDS * 1000,
-        orphanSweepIntervalMs: config.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000,
-        orphanGraceMs: config.ORPHAN_GRACE_SECONDS * 1000,
-        unregistrationDrainTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
-        events: config.EVENTS,
-      },
-    );
-  }
-
-  /** Drains reconciles and removals and releases the lease while the probes still answer. */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.manager.stop();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.multiClient.close();
-    this.client.close();
-  }
-}
-
 @Module({})
 export class ControllerAppModule {
   static forRoot(options: ControllerAppOptions): DynamicModule {
-    const { config, logger } = options;
-    const registry = metricsRegistry();
-    const kubeConfig = options.kubeConfig ?? loadKubeConfig(config);
-    const client = new KubeClient(kubeConfig, {
-      userAgent: userAgentFor('controller'),
-      fieldManager: 'aro-controller',
-      logger,
-    });
-    const cache = new InformerCache(client, {
-      namespace: config.WATCH_NAMESPACE || undefined,
-      logger: logger.child({ component: 'cache' }),
-      registry,
-    });
-    const leaseNamespace = config.LEADER_ELECTION_NAMESPACE ?? config.POD_NAMESPACE ?? 'default';
-    const manager = new Manager({
-      client,
-      cache,
-      logger,
-      registry,
-      gracefulShutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
-      onLeadershipLost: options.onLeadershipLost,
-      leaderElection: config.LEADER_ELECTION
-        ? {
-            leaseName: config.LEADER_ELECTION_ID,
-            leaseNamespace,
-            leaseDurationMs: config.LEASE_DURATION_SECONDS * 1000,
-            renewDeadlineMs: config.RENEW_DEADLINE_SECONDS * 1000,
-            retryPeriodMs: config.RETRY_PERIOD_SECONDS * 1000,
-          }
-        : false,
-    });
-    const multiClient = new MultiClient({ logger: logger.child({ component: 'actions' }), registry });
-    const resolver = new SecretResolver({
-      kube: client,
-      multiClient,
-      logger: logger.child({ component: 'secrets' }),
-    });
-
+    const modules = moduleOptionsFrom(options);
     return {
       module: ControllerAppModule,
       imports: [
-        ObservabilityModule.forRoot({ logger, registry }),
-        TerminusModule.forRoot({ logger: false }),
-        PrometheusModule.register({
-          path: '/metrics',
-          // Process metrics are registered once per registry; a second app in one process (tests) reuses them.
-          defaultMetrics: {
-            enabled: registry.getSingleMetric('process_cpu_user_seconds_total') === undefined,
-          },
-        }),
-        DiscoveryModule,
-        ...(options.imports ?? []),
+        ObservabilityModule.forRoot({ logger: options.logger }),
+        KubeModule.forRoot(modules.kube),
+        ActionsModule.forRoot(modules.actions),
+        SecretsModule.forRoot({}),
+        UnregistrationModule.forRoot(modules.unregistration),
+        EphemeralRunnerModule.forRoot(modules.ephemeralRunner),
+        HealthModule,
+        ...(options.extensions ?? []),
       ],
-      controllers: [HealthController],
-      providers: [
-        { provide: CONTROLLER_CONFIG, useValue: config },
-        { provide: KUBE_MANAGER, useValue: manager },
-        { provide: KUBE_CLIENT, useValue: client },
-        { provide: SECRET_RESOLVER, useValue: resolver },
-        { provide: MultiClient, useValue: multiClient },
-        ControllerRegistration,
-      ],
-      exports: [KUBE_MANAGER],
     };
   }
 }

@@ -30,4 +30,31 @@ describe('the controller process', () => {
     expect(node).toBe(process.version);
     expect(Number(/^v(\d+)\./.exec(node)?.[1])).toBeGreaterThanOrEqual(24);
   }, 60_000);
+
+  it('refuses to start when an extension cannot be found, naming it, with exit code 2', () => {
+    const result = runController({ ARO_EXTENSIONS: './no-such-extension,@example/not-installed' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('extension ./no-such-extension: not found');
+  }, 60_000);
+
+  it('refuses to start when an extension throws as it loads, naming it, with exit code 2', () => {
+    const result = runController({
+      ARO_EXTENSIONS: './apps/controller/src/testing/throwing-extension.module',
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(
+      'extension ./apps/controller/src/testing/throwing-extension.module: failed to load: the vault address is not configured',
+    );
+  }, 60_000);
+
+  it('refuses to start when a provider of an extension throws, naming the extension, with exit code 2', () => {
+    const result = runController({
+      ARO_EXTENSIONS: './apps/controller/src/testing/provider-throws.module',
+      // A kubeconfig that loads, so that the app gets as far as building the extension's provider.
+      KUBECONFIG: resolve(root, 'apps/controller/src/testing/unreachable.kubeconfig'),
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('extension ./apps/controller/src/testing/provider-throws.module');
+    expect(result.stderr).toContain('cannot reach the inventory service');
+  }, 60_000);
 });

@@ -232,7 +232,7 @@ describe('simulator Actions service (/tenant/{id}/_apis, admin token)', () => {
       );
     });
 
-    it('removes an idle runner (204), refuses one holding a job (400 JobStillRunning), 404 for unknown', async () => {
+    it('removes an idle runner (204), refuses one holding a job (400 JobStillRunning), 204 again once removed, 404 for never issued', async () => {
       const { runner: idle } = (await generateJit(conn, ssId, 'idle')) as { runner: { id: number } };
       const { runner: busy } = (await generateJit(conn, ssId, 'busy')) as { runner: { id: number } };
       sim.assignJobToRunner('busy');
@@ -250,11 +250,43 @@ describe('simulator Actions service (/tenant/{id}/_apis, admin token)', () => {
       expect(obj(refused).typeName).toContain('TaskAgentJobStillRunningException');
       expect(sim.runner('busy')?.status).toBe('busy');
 
-      const gone = await call('DELETE', apiUrl(conn, `distributedtask/pools/0/agents/${idle.id}`), {
+      // Upstream's RemoveRunner accepts only 204; the real service lets a finalizer finish a runner that is gone.
+      const again = await call('DELETE', apiUrl(conn, `distributedtask/pools/0/agents/${idle.id}`), {
         auth: conn.auth,
       });
-      expect(gone.status).toBe(404);
-      expect(obj(gone).typeName).toContain('TaskAgentNotFoundException');
+      expect(again.status).toBe(204);
+      expect(
+        (await call('GET', apiUrl(conn, `distributedtask/pools/0/agents/${idle.id}`), { auth: conn.auth }))
+          .status,
+      ).toBe(404);
+
+      const never = await call('DELETE', apiUrl(conn, 'distributedtask/pools/0/agents/424242'), {
+        auth: conn.auth,
+      });
+      expect(never.status).toBe(404);
+      expect(obj(never).typeName).toContain('TaskAgentNotFoundException');
+    });
+
+    it('answers 204 to the DELETE of a runner that deregistered itself on exit 0, only in its own tenant', async () => {
+      const { runner } = (await generateJit(conn, ssId, 'finished')) as { runner: { id: number } };
+      sim.runnerConnected('finished');
+      const job = sim.startJob('finished');
+      sim.completeJob(job.jobId, 'succeeded');
+      sim.runnerExited('finished', 0);
+      expect(sim.runner('finished')).toBeUndefined();
+      const url = apiUrl(conn, `distributedtask/pools/0/agents/${runner.id}`);
+      expect((await call('DELETE', url, { auth: conn.auth })).status).toBe(204);
+      expect(sim.runner('finished')).toBeUndefined();
+
+      const repoConn = await connectAdmin(sim, { org: 'octo', repo: 'hello' });
+      const elsewhere = await call(
+        'DELETE',
+        apiUrl(repoConn, `distributedtask/pools/0/agents/${runner.id}`),
+        {
+          auth: repoConn.auth,
+        },
+      );
+      expect(elsewhere.status).toBe(404);
     });
 
     it('refuses removal while a started job runs, and allows it after the job completed', async () => {

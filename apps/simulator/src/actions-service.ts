@@ -99,6 +99,13 @@ export class ActionsService {
   private readonly tenants = new Map<string, TenantState>();
   private readonly scaleSets = new Map<number, ScaleSet>();
   private readonly runners = new Map<number, Runner>();
+  /**
+   * Ids of registrations that existed and are gone (removed by a DELETE, by the runner itself on a
+   * 0 exit, or with their scale set), with their tenant. A later DELETE of one answers 204 as the
+   * real service does: upstream's RemoveRunner accepts only 204 and its finalizer would otherwise
+   * never finish a runner that deregistered itself. Ids never issued still answer 404.
+   */
+  private readonly removedRunnerTenants = new Map<number, string>();
   private readonly sessions = new Map<string, Session>();
   private readonly jobs = new Map<string, Job>();
   private readonly jobsByRequestId = new Map<number, Job>();
@@ -304,7 +311,7 @@ export class ActionsService {
         this.requeue(job);
       }
     }
-    for (const r of [...this.runners.values()]) if (r.scaleSetId === id) this.runners.delete(r.id);
+    for (const r of [...this.runners.values()]) if (r.scaleSetId === id) this.forgetRunner(r);
     this.scaleSets.delete(ss.id);
     this.log.info('Deleted runner scale set', { tenantId, scaleSetId: id, name: ss.name });
     this.dispatchQueuedJobs();
@@ -425,7 +432,17 @@ export class ActionsService {
       .map((r) => this.runnerReference(r));
   }
 
+  /** Drops a registration and remembers that it existed (see `removedRunnerTenants`). */
+  private forgetRunner(r: Runner): void {
+    this.runners.delete(r.id);
+    this.removedRunnerTenants.set(r.id, r.tenantId);
+  }
+
   removeRunner(tenantId: string, id: number): void {
+    if (!this.runners.has(id) && this.removedRunnerTenants.get(id) === tenantId) {
+      this.log.debug('Runner registration already removed', { tenantId, runnerId: id });
+      return;
+    }
     const r = this.runnerIn(tenantId, id);
     if (r.jobId) {
       throw vssError(
@@ -434,7 +451,7 @@ export class ActionsService {
         `The runner '${r.name}' (id ${r.id}) cannot be removed while job ${r.jobId} is assigned to it.`,
       );
     }
-    this.runners.delete(r.id);
+    this.forgetRunner(r);
     this.log.debug('Removed runner registration', { tenantId, runnerId: r.id, name: r.name });
   }
 
@@ -963,7 +980,7 @@ export class ActionsService {
     r.jobId = null;
     r.online = false;
     if (exitCode === 0) {
-      this.runners.delete(r.id);
+      this.forgetRunner(r);
       this.log.debug('Runner deregistered itself on exit', { runnerId: r.id, name: r.name });
     }
     this.autoStart(r.scaleSetId);

@@ -1,7 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@aro/observability';
 import type { RunningSimulator } from './simulator';
-import type { AppSeed, EnqueueJobOptions, FaultSpec, JobResult, OwnerRef } from './types';
+import type {
+  AppSeed,
+  CreateScaleSetOptions,
+  EnqueueJobOptions,
+  FaultSpec,
+  JobFilter,
+  JobResult,
+  JobState,
+  OwnerRef,
+  RunnerFilter,
+  RunnerStatus,
+} from './types';
 
 /**
  * `/_sim/...`: the in-process admin methods over HTTP, for the standalone simulator (sandbox, a
@@ -48,6 +59,57 @@ function owner(v: unknown): OwnerRef {
       return typeof o.repo === 'string' ? { org: o.org, repo: o.repo } : { org: o.org };
   }
   throw new AdminError(400, 'owner must be {"org"[, "repo"]} or {"enterprise"}');
+}
+
+const RUNNER_STATUSES: readonly RunnerStatus[] = ['offline', 'idle', 'busy'];
+const JOB_STATES: readonly JobState[] = ['queued', 'available', 'acquired', 'running', 'completed'];
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], key: string): T {
+  if (!(allowed as readonly string[]).includes(value))
+    throw new AdminError(400, `"${key}" must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function positiveInt(value: string, key: string): number {
+  if (!/^\d+$/.test(value)) throw new AdminError(400, `"${key}" must be a positive integer`);
+  return Number(value);
+}
+
+function runnerFilter(query: URLSearchParams): RunnerFilter {
+  const scaleSetId = query.get('scaleSetId');
+  const status = query.get('status');
+  return {
+    ...(scaleSetId !== null ? { scaleSetId: positiveInt(scaleSetId, 'scaleSetId') } : {}),
+    ...(status !== null ? { status: oneOf(status, RUNNER_STATUSES, 'status') } : {}),
+  };
+}
+
+function jobFilter(query: URLSearchParams): JobFilter {
+  const scaleSetId = query.get('scaleSetId');
+  const state = query.get('state');
+  return {
+    ...(scaleSetId !== null ? { scaleSetId: positiveInt(scaleSetId, 'scaleSetId') } : {}),
+    ...(state !== null ? { state: oneOf(state, JOB_STATES, 'state') } : {}),
+  };
+}
+
+function scaleSetOptions(b: Json): CreateScaleSetOptions {
+  const labels = b.labels;
+  if (labels !== undefined && (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string' && l)))
+    throw new AdminError(400, '"labels" must be an array of non-empty strings');
+  if (b.runnerGroupId !== undefined && typeof b.runnerGroupId !== 'number')
+    throw new AdminError(400, '"runnerGroupId" must be a number');
+  if (b.runnerGroup !== undefined && typeof b.runnerGroup !== 'string')
+    throw new AdminError(400, '"runnerGroup" must be a string');
+  if (b.runnerSetting !== undefined && (typeof b.runnerSetting !== 'object' || b.runnerSetting === null))
+    throw new AdminError(400, '"runnerSetting" must be an object');
+  return {
+    name: str(b, 'name'),
+    ...(typeof b.runnerGroupId === 'number' ? { runnerGroupId: b.runnerGroupId } : {}),
+    ...(typeof b.runnerGroup === 'string' ? { runnerGroup: b.runnerGroup } : {}),
+    ...(labels !== undefined ? { labels: labels as string[] } : {}),
+    ...(b.runnerSetting !== undefined ? { runnerSetting: b.runnerSetting as Record<string, unknown> } : {}),
+  };
 }
 
 function jobSelector(b: Json): string | EnqueueJobOptions | undefined {
@@ -105,14 +167,14 @@ function route(
     case method === 'GET' && a === 'state' && segs.length === 1:
       return sim.state();
     case method === 'GET' && a === 'runners' && segs.length === 1:
-      return sim.registrations();
+      return sim.registrations(runnerFilter(query));
     case method === 'GET' && a === 'runners' && segs.length === 2: {
       const r = sim.runner(b);
       if (!r) throw new AdminError(404, `no runner registered with name "${b}"`);
       return r;
     }
     case method === 'GET' && a === 'jobs' && segs.length === 1:
-      return sim.jobs();
+      return sim.jobs(jobFilter(query));
     case method === 'GET' && a === 'jobs' && segs.length === 2: {
       const j = sim.job(b);
       if (!j) throw new AdminError(404, `no job with id ${b}`);
@@ -122,6 +184,15 @@ function route(
       return sim.sessions();
     case method === 'GET' && a === 'scalesets' && segs.length === 1:
       return sim.scaleSets();
+    case method === 'GET' && a === 'scalesets' && segs.length === 2: {
+      const ss = sim.scaleSet(positiveInt(b, 'scale set id'));
+      if (!ss) throw new AdminError(404, `no scale set with id ${b}`);
+      return ss;
+    }
+    case method === 'POST' && a === 'scalesets' && segs.length === 1: {
+      const j = obj(body);
+      return sim.createScaleSet(owner(j.owner), scaleSetOptions(j));
+    }
     case method === 'GET' && a === 'apps' && segs.length === 1:
       return sim.apps();
 

@@ -10,12 +10,15 @@ import { buildRoutes } from './routes';
 import { DEFAULT_TIMING, DEFAULT_TOKEN_LIFETIMES, defaultSeed } from './seed';
 import type {
   AppSeed,
+  CreateScaleSetOptions,
   EnqueueJobOptions,
   FaultSpec,
+  JobFilter,
   JobResult,
   JobView,
   OwnerRef,
   RegisteredApp,
+  RunnerFilter,
   RunnerView,
   ScaleSetView,
   SeedOptions,
@@ -181,6 +184,27 @@ export class RunningSimulator {
     return this.actions.createRunnerGroup(this.accounts.tenantFor(owner).id, name);
   }
 
+  /**
+   * Creates a scale set in the owner's tenant without a protocol call (sandbox, manual debugging):
+   * the same state `POST runnerscalesets` makes, with the same refusals (duplicate name, unknown group).
+   */
+  createScaleSet(owner: OwnerRef, opts: CreateScaleSetOptions): ScaleSetView {
+    const tenantId = this.accounts.tenantFor(owner).id;
+    const runnerGroupId =
+      opts.runnerGroup !== undefined
+        ? this.actions.createRunnerGroup(tenantId, opts.runnerGroup)
+        : opts.runnerGroupId;
+    const created = this.actions.createScaleSet(tenantId, {
+      name: opts.name,
+      runnerGroupId,
+      labels: (opts.labels ?? []).map((name) => ({ name, type: 'System' })),
+      RunnerSetting: opts.runnerSetting ?? {},
+    });
+    const view = this.scaleSet(Number(created.id));
+    if (!view) throw new Error(`scale set ${String(created.id)} vanished right after its creation`);
+    return view;
+  }
+
   setTokenLifetimes(lifetimes: Partial<TokenLifetimes>): TokenLifetimes {
     Object.assign(this.lifetimes, lifetimes);
     return { ...this.lifetimes };
@@ -263,16 +287,28 @@ export class RunningSimulator {
 
   // ---- inspection ----------------------------------------------------------------------------
 
-  registrations(): RunnerView[] {
-    return this.actions.listRunnerViews();
+  registrations(filter: RunnerFilter = {}): RunnerView[] {
+    return this.actions
+      .listRunnerViews()
+      .filter(
+        (r) =>
+          (filter.scaleSetId === undefined || r.scaleSetId === filter.scaleSetId) &&
+          (filter.status === undefined || r.status === filter.status),
+      );
   }
 
   runner(name: string): RunnerView | undefined {
     return this.registrations().find((r) => r.name.toLowerCase() === name.toLowerCase());
   }
 
-  jobs(): JobView[] {
-    return this.actions.listJobs();
+  jobs(filter: JobFilter = {}): JobView[] {
+    return this.actions
+      .listJobs()
+      .filter(
+        (j) =>
+          (filter.state === undefined || j.state === filter.state) &&
+          (filter.scaleSetId === undefined || j.scaleSetId === filter.scaleSetId),
+      );
   }
 
   job(jobId: string): JobView | undefined {
@@ -285,6 +321,10 @@ export class RunningSimulator {
 
   scaleSets(): ScaleSetView[] {
     return this.actions.listScaleSetViews();
+  }
+
+  scaleSet(id: number): ScaleSetView | undefined {
+    return this.scaleSets().find((s) => s.id === id);
   }
 
   state(): SimulatorStateView {

@@ -100,6 +100,31 @@ export interface EnqueueJobOptions {
   durationMs?: number;
 }
 
+/** A scale set made through the admin API, as a person or a sandbox script would (no protocol calls). */
+export interface CreateScaleSetOptions {
+  name: string;
+  /** Runner group id in the owner's tenant; default 1 (`Default`). */
+  runnerGroupId?: number;
+  /** Runner group by name, created in the owner's tenant when missing; wins over `runnerGroupId`. */
+  runnerGroup?: string;
+  /** Label names (type `System`); default: the scale set's name. */
+  labels?: string[];
+  /** Stored as the scale set's `RunnerSetting`. */
+  runnerSetting?: Record<string, unknown>;
+}
+
+/** Narrows `registrations()` / `GET /_sim/runners`; absent fields match every runner. */
+export interface RunnerFilter {
+  scaleSetId?: number;
+  status?: RunnerStatus;
+}
+
+/** Narrows `jobs()` / `GET /_sim/jobs`; absent fields match every job. */
+export interface JobFilter {
+  state?: JobState;
+  scaleSetId?: number;
+}
+
 export interface JobView {
   jobId: string;
   runnerRequestId: number;

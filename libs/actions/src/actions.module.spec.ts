@@ -8,7 +8,7 @@ describe('ActionsModule', () => {
   it('provides one MultiClient that registers its metrics in the app registry', async () => {
     const registry = new Registry();
     const moduleRef = await Test.createTestingModule({
-      imports: [ObservabilityModule.forRoot({ level: 'silent', registry }), ActionsModule.forRoot()],
+      imports: [ObservabilityModule.forRoot({ level: 'silent', registry }), ActionsModule.forRoot({})],
     }).compile();
     const multi = moduleRef.get(MultiClient);
     expect(multi).toBe(moduleRef.get(MultiClient));

@@ -1,4 +1,4 @@
-export { ActionsModule } from './actions.module';
+export { ACTIONS_MODULE_OPTIONS, ActionsModule } from './actions.module';
 export type { ActionsModuleOptions } from './actions.module';
 export { validateCredentials } from './auth';
 export type { AdminConnection, GitHubCredentials } from './auth';

@@ -73,6 +73,34 @@ describe('HttpTransport retries', () => {
     expect(gh.requests).toHaveLength(1);
   });
 
+  it('sends a call that must not repeat at most once when the connection dropped after sending it', async () => {
+    // The server has the whole request, then the connection goes: it may have acted on it.
+    gh.handler = () => 'drop';
+    const err = await transport
+      .send({
+        method: 'POST',
+        url: new URL(`${gh.url}/generatejitconfig`),
+        route: 'POST generatejitconfig',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'runner-1' }),
+        repeat: 'once',
+      })
+      .catch((e: unknown) => e);
+    expect(String(err)).toMatch(/must not be repeated/);
+    expect(gh.requests.map((r) => `${r.method} ${r.path} ${r.body}`)).toEqual([
+      'POST /generatejitconfig {"name":"runner-1"}',
+    ]);
+    expect(waits).toEqual([]);
+  });
+
+  it('sends an idempotent call again when the connection dropped after sending it', async () => {
+    let calls = 0;
+    gh.handler = () => (++calls === 1 ? 'drop' : { status: 200, body: {} });
+    const res = await send('GET', 'idempotent');
+    expect(res).toMatchObject({ status: 200, attempts: 2 });
+    expect(gh.requests).toHaveLength(2);
+  });
+
   it('retries a call that must not repeat when the connection was refused, since nothing was sent', async () => {
     const closedPort = new URL(gh.url);
     await gh.close();

@@ -5,3 +5,5 @@ export * from './queue';
 export * from './controller';
 export * from './manager';
 export * from './leaderelection';
+export * from './finalizer';
+export { KUBE_MODULE_OPTIONS, KubeModule, type KubeModuleOptions } from './kube.module';

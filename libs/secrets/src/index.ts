@@ -30,4 +30,10 @@ export {
 } from './proxy';
 export { parseCertificateBundle, type CertificateBundle } from './root-cas';
 export { SecretResolver, type SecretResolverOptions } from './secret-resolver';
-export { SecretsModule, type SecretsModuleOptions } from './secrets.module';
+export {
+  CredentialSourceProvider,
+  SECRETS_MODULE_OPTIONS,
+  SecretsModule,
+  type SecretsModuleExtras,
+  type SecretsModuleOptions,
+} from './secrets.module';

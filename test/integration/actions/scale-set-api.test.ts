@@ -139,7 +139,7 @@ describe('Actions service client: scale-set API against the simulator', () => {
       expect(err.statusCode).toBe(409);
     });
 
-    it('removes an idle runner, which is then RunnerNotFound for get and remove', async () => {
+    it('removes an idle runner, which is then RunnerNotFound for get, and removes it again without error', async () => {
       const ss = await scaleSet();
       const { runner } = await client.generateJitRunnerConfig({ name: 'runner-a' }, ss.id);
       await client.removeRunner(runner.id);
@@ -147,7 +147,23 @@ describe('Actions service client: scale-set API against the simulator', () => {
       const got = await errorOf(client.getRunner(runner.id));
       expect(isRunnerNotFound(got)).toBe(true);
       expect(isNotFound(got)).toBe(true);
-      expect(isRunnerNotFound(await errorOf(client.removeRunner(runner.id)))).toBe(true);
+      // The real service answers 204 to the DELETE of a registration that is already gone.
+      await client.removeRunner(runner.id);
+      expect(sim.callCount('DELETE agents/{id}')).toBe(2);
+      expect(isRunnerNotFound(await errorOf(client.removeRunner(987654)))).toBe(true);
+    });
+
+    it('removes a runner that deregistered itself after its job (exit 0) without error, as the finalizer does', async () => {
+      const ss = await scaleSet();
+      const { runner } = await client.generateJitRunnerConfig({ name: 'runner-done' }, ss.id);
+      sim.runnerConnected('runner-done');
+      const job = sim.startJob('runner-done');
+      sim.completeJob(job.jobId, 'succeeded');
+      sim.runnerExited('runner-done', 0);
+      expect(sim.runner('runner-done')).toBeUndefined();
+      await expect(client.removeRunner(runner.id)).resolves.toBeUndefined();
+      expect(sim.callCount('DELETE agents/{id}')).toBe(1);
+      expect(sim.registrations()).toEqual([]);
     });
 
     it('reports JobStillRunning when removing a runner that runs a job, and keeps the runner', async () => {

@@ -1,9 +1,15 @@
 import type { V1Lease } from '@kubernetes/client-node';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { MultiClient } from '@aro/actions';
+import { UnregistrationQueue } from '@aro/controllers';
 import { KubeClient, LeaseKind, PodKind, isNotFound } from '@aro/kube';
+import { getOrCreateCounter } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
 import { startTestSimulator } from '../ephemeral-runner/fixture';
 import { BootedApp, bootControllerApp, createRunnerForApp } from './boot';
+import { RuntimeProbe } from './fixtures/runtime-probe.module';
 
 describe('The controller app', () => {
   let sim: RunningSimulator;
@@ -45,9 +51,14 @@ describe('The controller app', () => {
       },
     );
 
-    const metrics = (await app.get('/metrics')).body;
-    expect(metrics).toMatch(
-      /controller_runtime_reconcile_total\{controller="ephemeralrunner",result="success"\} [1-9]/,
+    // The reconcile that created the pod counts itself once the create returns: wait for it.
+    let metrics = '';
+    await waitFor(
+      async () =>
+        /controller_runtime_reconcile_total\{controller="ephemeralrunner",result="success"\} [1-9]/.test(
+          (metrics = (await app.get('/metrics')).body),
+        ),
+      { description: 'a successful reconcile counted on /metrics' },
     );
     expect(metrics).toContain('workqueue_adds_total{name="ephemeralrunner"}');
     expect(metrics).toMatch(/leader_election_master_status\{name="aro-controller"\} 1/);
@@ -83,6 +94,10 @@ describe('The controller app', () => {
     const leader = await bootControllerApp(env);
     booted.push(leader);
     await leader.manager.elected();
+    // The orphan sweep is scheduled in the SchedulerRegistry while leading, and only then.
+    const sweepScheduled = (app: BootedApp) =>
+      app.app.get(SchedulerRegistry).getTimeouts().includes('orphan-registration-sweep');
+    await waitFor(() => sweepScheduled(leader), { description: "the sweep in the leader's scheduler" });
     const standby = await bootControllerApp(env);
     booted.push(standby);
     await waitFor(async () => (await standby.get('/readyz')).status === 200, {
@@ -90,6 +105,7 @@ describe('The controller app', () => {
     });
     expect(standby.manager.isLeader()).toBe(false);
     expect((await standby.get('/readyz')).body).toContain('"leader":false');
+    expect(sweepScheduled(standby)).toBe(false);
 
     await leader.close();
     booted = booted.filter((b) => b !== leader);
@@ -100,6 +116,7 @@ describe('The controller app', () => {
     });
     const lease = await kube.get<V1Lease>(LeaseKind, namespace, 'aro-controller');
     expect(lease.spec?.holderIdentity).toBe(standby.manager.identity);
+    await waitFor(() => sweepScheduled(standby), { description: "the sweep in the new leader's scheduler" });
 
     await runnerIn(namespace, 'ha-runner');
     await waitFor(
@@ -112,5 +129,25 @@ describe('The controller app', () => {
         description: 'the new leader to reconcile',
       },
     );
+  });
+
+  it('gives an extension loaded from ARO_EXTENSIONS the runtime the app itself uses', async () => {
+    const namespace = await createTestNamespace('app-ext');
+    const app = await bootControllerApp({
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION: 'false',
+      ARO_EXTENSIONS: './test/integration/controller-app/fixtures/runtime-probe.module',
+    });
+    booted.push(app);
+    const probe = app.app.get(RuntimeProbe);
+    expect(probe.kube).toBe(app.app.get(KubeClient));
+    expect(probe.manager).toBe(app.manager);
+    expect(probe.cache).toBe(app.manager.cache);
+    expect(probe.actions).toBe(app.app.get(MultiClient));
+    expect(probe.resolver).toBe(app.app.get(SecretResolver));
+    expect(probe.unregistrations).toBe(app.app.get(UnregistrationQueue));
+    // The registry the extension got is the one /metrics serves.
+    getOrCreateCounter(probe.registry, { name: 'probe_extension_total', help: 'a probe' }).inc();
+    expect((await app.get('/metrics')).body).toContain('probe_extension_total 1');
   });
 });

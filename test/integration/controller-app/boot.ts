@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { INestApplication, ModuleMetadata } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import type { KubeConfig, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { KubeClient, Manager, SecretKind, isAlreadyExists } from '@aro/kube';
@@ -18,11 +18,13 @@ export interface BootedApp {
   close(): Promise<void>;
 }
 
-/** Boots the controller app as main.ts does, on a free port, against the test control plane. */
+/**
+ * Boots the controller app as main.ts does (extensions from ARO_EXTENSIONS in `env` included), on a
+ * free port, against the test control plane.
+ */
 export async function bootControllerApp(
   env: Record<string, string>,
   opts: {
-    imports?: ModuleMetadata['imports'];
     kubeConfig?: KubeConfig;
     onLeadershipLost?: (m: Manager) => void;
   } = {},
@@ -32,7 +34,6 @@ export async function bootControllerApp(
     config,
     logger: testLogger(),
     kubeConfig: opts.kubeConfig ?? testKubeConfig(),
-    imports: opts.imports,
     onLeadershipLost: opts.onLeadershipLost ?? (() => undefined),
   });
   const port = (app.getHttpServer().address() as AddressInfo).port;

@@ -1,14 +1,14 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec, ResourceKind } from '@aro/api';
 import { ActionsServiceClient, MultiClient } from '@aro/actions';
 import {
-  EphemeralRunnerController,
-  EphemeralRunnerControllerConfig,
-  RunnerLifecycleObserver,
-  RunnerPodMutator,
-  actionsClientsFrom,
-  setupEphemeralRunnerController,
+  EphemeralRunnerReconciler,
+  EphemeralRunnerRegistration,
+  OrphanRegistrationSweep,
+  UnregistrationQueue,
 } from '@aro/controllers';
 import {
   InformerCache,
@@ -17,13 +17,17 @@ import {
   KubeObject,
   Manager,
   PodKind,
-  Reader,
   SecretKind,
   isNotFound,
 } from '@aro/kube';
 import { createLogger, Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
+import { loadControllerConfig } from '../../../apps/controller/src/config';
+import {
+  ControllerAppModule,
+  ControllerAppOptions,
+} from '../../../apps/controller/src/controller-app.module';
+import type { ExtensionModule } from '../../../apps/controller/src/extensions';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
 
 export const GITHUB_SECRET = 'github-config-secret';
@@ -40,6 +44,27 @@ export async function startTestSimulator(): Promise<RunningSimulator> {
   return startSimulator({ seed: { timing: { autoStartJobs: false } } });
 }
 
+/** The controller's parts, as the app's module graph made them. */
+export interface FixtureController {
+  reconciler: EphemeralRunnerReconciler;
+  unregistrations: UnregistrationQueue;
+  sweep: OrphanRegistrationSweep;
+}
+
+/** Test timings and limits, in the units of the modules (ms); what the environment cannot say. */
+export interface FixtureControllerConfig {
+  maxConcurrentReconciles?: number;
+  unregistrationWorkers?: number;
+  terminatedPodGracePeriodSeconds?: number;
+  maxFailures?: number;
+  failureBackoffBaseMs?: number;
+  orphanSweepIntervalMs?: number;
+  orphanGraceMs?: number;
+  unregistrationDrainTimeoutMs?: number;
+  unregistrationJobStillRunningRetryMs?: number;
+  events?: 'all' | 'failures' | 'none';
+}
+
 export interface ControllerFixture {
   namespace: string;
   sim: RunningSimulator;
@@ -47,9 +72,12 @@ export interface ControllerFixture {
   kube: KubeClient;
   scaleSetId: number;
   configUrl: string;
+  /** The app's metrics registry. */
   registry: Registry;
   manager: Manager;
-  controller: EphemeralRunnerController;
+  controller: FixtureController;
+  /** The booted app, to get any of its providers. */
+  app: INestApplicationContext;
   /** Creates an EphemeralRunner (the runner container named `runner`) as a runner set would. */
   createRunner(name: string, change?: (spec: EphemeralRunnerSpec) => void): Promise<EphemeralRunner>;
   runner(name: string): Promise<EphemeralRunner | undefined>;
@@ -72,9 +100,9 @@ export interface ControllerFixture {
 }
 
 export interface FixtureOptions {
-  config?: Partial<EphemeralRunnerControllerConfig>;
-  podMutators?: RunnerPodMutator[];
-  observers?: RunnerLifecycleObserver[];
+  config?: FixtureControllerConfig;
+  /** Extension modules to boot the app with, as ARO_EXTENSIONS would add them. */
+  extensions?: ExtensionModule[];
   /** Another scale set's id to use instead of creating one. */
   scaleSetId?: number;
   /** Leave the manager unstarted (the test starts it). */
@@ -99,45 +127,42 @@ export interface FixtureOptions {
 
 let scaleSetCounter = 0;
 
-/** The client, with merge patches that fail as an overloaded apiserver would when `fails` says so. */
-function withFailingMergePatch(
-  client: KubeClient,
-  fails: (name: string, patch: object) => boolean,
-): KubeClient {
-  return new Proxy(client, {
-    get(target, prop, receiver) {
-      if (prop === 'mergePatch') {
-        return async (kind: ResourceKind, namespace: string, name: string, patch: object) => {
-          if (fails(name, patch)) {
-            throw new KubeApiError(
-              500,
-              { verb: 'patch', kind, namespace, name },
-              { kind: 'Status', code: 500, reason: 'InternalError', message: 'injected by the test' },
-            );
-          }
-          return target.mergePatch(kind, namespace, name, patch);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+/** Makes the app's client fail merge patches as an overloaded apiserver would when `fails` says so. */
+function failMergePatches(client: KubeClient, fails: (name: string, patch: object) => boolean): void {
+  const mergePatch = client.mergePatch.bind(client);
+  client.mergePatch = async <T extends KubeObject>(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+    patch: object,
+  ): Promise<T> => {
+    if (fails(name, patch)) {
+      throw new KubeApiError(
+        500,
+        { verb: 'patch', kind, namespace, name },
+        { kind: 'Status', code: 500, reason: 'InternalError', message: 'injected by the test' },
+      );
+    }
+    return mergePatch<T>(kind, namespace, name, patch);
+  };
 }
 
-/** The cache, missing the pods `hidden` names, as a cache that has not caught up would. */
-function withHiddenPods(cache: Reader, hidden: (name: string) => boolean): Reader {
-  return {
-    get: async <T extends KubeObject>(kind: ResourceKind, namespace: string, name: string): Promise<T> => {
-      if (kind === PodKind && hidden(name)) {
-        throw new KubeApiError(
-          404,
-          { verb: 'get', kind, namespace, name },
-          { kind: 'Status', code: 404, reason: 'NotFound', message: `pods "${name}" not found` },
-        );
-      }
-      return cache.get<T>(kind, namespace, name);
-    },
-    list: (kind, opts) => cache.list(kind, opts),
+/** Makes the app's cache miss the pods `hidden` names, as a cache that has not caught up would. */
+function hidePods(cache: InformerCache, hidden: (name: string) => boolean): void {
+  const get = cache.get.bind(cache);
+  cache.get = async <T extends KubeObject>(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+  ): Promise<T> => {
+    if (kind === PodKind && hidden(name)) {
+      throw new KubeApiError(
+        404,
+        { verb: 'get', kind, namespace, name },
+        { kind: 'Status', code: 404, reason: 'NotFound', message: `pods "${name}" not found` },
+      );
+    }
+    return get<T>(kind, namespace, name);
   };
 }
 
@@ -152,8 +177,67 @@ export async function createScaleSet(sim: RunningSimulator, name: string): Promi
 }
 
 /**
- * A namespace with the GitHub config secret, a scale set on the simulator, and a controller manager
- * scoped to the namespace running the EphemeralRunner controller with short test timings.
+ * The controller app's own module graph (ControllerAppModule, as main.ts boots it, without the HTTP
+ * server), scoped to `namespace`, without leader election, with the test's kubeconfig, clock and
+ * short timings. Starts the manager unless `start` is false.
+ */
+export async function bootControllerModules(
+  namespace: string,
+  opts: Pick<FixtureOptions, 'config' | 'extensions' | 'withoutApiReader' | 'now' | 'kubeConfig'> & {
+    logger: Logger;
+    start?: boolean;
+  },
+): Promise<INestApplicationContext> {
+  const c = opts.config ?? {};
+  const options: ControllerAppOptions = {
+    config: loadControllerConfig({
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION: 'false',
+      SHUTDOWN_TIMEOUT_SECONDS: '5',
+    }),
+    logger: opts.logger,
+    kubeConfig: opts.kubeConfig ?? testKubeConfig(),
+    extensions: opts.extensions,
+    now: opts.now,
+    managerStart: 'manual',
+    overrides: {
+      ephemeralRunner: {
+        userAgent: USER_AGENT,
+        maxConcurrentReconciles: c.maxConcurrentReconciles ?? 2,
+        failureBackoffBaseMs: c.failureBackoffBaseMs ?? 50,
+        terminatedPodGracePeriodSeconds: c.terminatedPodGracePeriodSeconds,
+        maxFailures: c.maxFailures,
+        events: c.events,
+        uncachedReads: !opts.withoutApiReader,
+      },
+      unregistration: {
+        workers: c.unregistrationWorkers,
+        // Tests that exercise the sweep set their own grace; others must not see it remove anything.
+        orphanGraceMs: c.orphanGraceMs ?? 60 * 60_000,
+        orphanSweepIntervalMs: c.orphanSweepIntervalMs ?? 60 * 60_000,
+        drainTimeoutMs: c.unregistrationDrainTimeoutMs ?? 2_000,
+        jobStillRunningRetryMs: c.unregistrationJobStillRunningRetryMs ?? 200,
+      },
+      actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
+    },
+  };
+  // Undefined overrides must not erase what the environment gave.
+  for (const part of Object.values(options.overrides ?? {})) {
+    for (const [k, v] of Object.entries(part as Record<string, unknown>)) {
+      if (v === undefined) delete (part as Record<string, unknown>)[k];
+    }
+  }
+  const app = await NestFactory.createApplicationContext(ControllerAppModule.forRoot(options), {
+    logger: false,
+    abortOnError: false,
+  });
+  if (opts.start ?? true) await app.get(Manager).start();
+  return app;
+}
+
+/**
+ * A namespace with the GitHub config secret, a scale set on the simulator, and the controller app's
+ * module graph scoped to the namespace, with short test timings.
  */
 export async function startControllerFixture(
   sim: RunningSimulator,
@@ -175,54 +259,16 @@ export async function startControllerFixture(
     opts.scaleSetId ?? (await createScaleSet(sim, `set-${process.pid}-${Date.now()}-${++scaleSetCounter}`));
   const configUrl = sim.configUrl({ org: 'octo' });
 
-  const registry = new Registry();
-  const controllerClient = new KubeClient(kubeConfig, { userAgent: 'aro-controller-under-test' });
-  const cache = new InformerCache(controllerClient, { namespace, logger, registry });
-  const manager = new Manager({
-    client: controllerClient,
-    cache,
-    logger,
-    registry,
-    leaderElection: false,
-    gracefulShutdownTimeoutMs: 5_000,
-  });
-  const multiClient = new MultiClient({
-    logger,
-    registry,
-    retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 },
-  });
-  const resolver = new SecretResolver({ kube: controllerClient, multiClient, logger });
-  const faults = opts.faults;
-  const reconcilerClient = faults?.failMergePatch
-    ? withFailingMergePatch(controllerClient, faults.failMergePatch)
-    : controllerClient;
-  const reconcilerCache: Reader = faults?.hidePod ? withHiddenPods(cache, faults.hidePod) : cache;
-  const controller = setupEphemeralRunnerController(
-    {
-      manager,
-      client: reconcilerClient,
-      cache: reconcilerCache,
-      apiReader: opts.withoutApiReader ? undefined : controllerClient,
-      now: opts.now,
-      actions: actionsClientsFrom(resolver),
-      logger,
-      registry,
-      podMutators: opts.podMutators,
-      observers: opts.observers,
-    },
-    {
-      userAgent: USER_AGENT,
-      namespace,
-      maxConcurrentReconciles: 2,
-      failureBackoffBaseMs: 50,
-      // Tests that exercise the sweep set their own grace; others must not see it remove anything.
-      orphanGraceMs: 60 * 60_000,
-      orphanSweepIntervalMs: 60 * 60_000,
-      unregistrationDrainTimeoutMs: 2_000,
-      unregistrationJobStillRunningRetryMs: 200,
-      ...opts.config,
-    },
-  );
+  const app = await bootControllerModules(namespace, { ...opts, kubeConfig, logger, start: false });
+  const manager = app.get(Manager);
+  if (opts.faults?.failMergePatch) failMergePatches(app.get(KubeClient), opts.faults.failMergePatch);
+  if (opts.faults?.hidePod) hidePods(app.get(InformerCache), opts.faults.hidePod);
+  const registration = app.get(EphemeralRunnerRegistration);
+  const controller: FixtureController = {
+    reconciler: registration.controller!.reconciler,
+    unregistrations: app.get(UnregistrationQueue),
+    sweep: app.get(OrphanRegistrationSweep),
+  };
   if (opts.start ?? true) await manager.start();
 
   const read = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
@@ -233,15 +279,17 @@ export async function startControllerFixture(
       throw err;
     }
   };
+  let stopped: Promise<void> | undefined;
   const fixture: ControllerFixture = {
     namespace,
     sim,
     kube,
     scaleSetId,
     configUrl,
-    registry,
+    registry: app.get(Registry),
     manager,
     controller,
+    app,
     async createRunner(name, change) {
       const spec: EphemeralRunnerSpec = {
         githubConfigUrl: configUrl,
@@ -298,7 +346,7 @@ export async function startControllerFixture(
       );
       return last;
     },
-    stop: () => manager.stop(),
+    stop: () => (stopped ??= app.close()),
   };
   return fixture;
 }

@@ -13,3 +13,15 @@ export { runnerSelfDeregistered } from './runner-registration';
 export { buildJitSecret, buildRunnerPod, proxyEnv, runnerIdFromSecret } from './runner-resources';
 export * from './setup';
 export * from './unregistration-queue';
+export {
+  EPHEMERAL_RUNNER_MODULE_OPTIONS,
+  EphemeralRunnerModule,
+  EphemeralRunnerRegistration,
+  type EphemeralRunnerModuleOptions,
+} from './ephemeral-runner.module';
+export {
+  UNREGISTRATION_MODULE_OPTIONS,
+  UnregistrationModule,
+  UnregistrationRegistration,
+  type UnregistrationModuleOptions,
+} from './unregistration.module';

@@ -62,13 +62,17 @@ export class OrphanRegistrationSweep implements Runnable {
       } catch (err) {
         if (!signal.aborted) this.opts.logger.error('Orphan registration sweep failed', err);
       }
-      // A registration first seen in this pass is re-checked once its grace has passed, not a full
-      // interval later, so that a crash's leftovers go within minutes of the restart.
-      // With no grace there is nothing to wait out, and a busy loop must never hammer the service.
-      const recheck = this.firstSeenOrphaned.size > 0 && this.graceMs > 0;
-      const wait = Math.max(1_000, recheck ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs);
-      await sleep(systemClock, wait, signal);
+      await sleep(systemClock, this.nextPassDelayMs(), signal);
     }
+  }
+
+  /** How long after a pass the next one is due. */
+  nextPassDelayMs(): number {
+    // A registration first seen in this pass is re-checked once its grace has passed, not a full
+    // interval later, so that a crash's leftovers go within minutes of the restart.
+    // With no grace there is nothing to wait out, and a busy loop must never hammer the service.
+    const recheck = this.firstSeenOrphaned.size > 0 && this.graceMs > 0;
+    return Math.max(1_000, recheck ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs);
   }
 
   /** One pass over every known scale set; returns how many registrations were queued for removal. */

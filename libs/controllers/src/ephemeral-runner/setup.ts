@@ -13,27 +13,17 @@ import { metricsRegistry } from '@aro/observability';
 import { EventRecorder } from '../events/event-recorder';
 import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
-import { OrphanRegistrationSweep } from './orphan-sweep';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
-import { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
 export interface EphemeralRunnerControllerConfig {
   /** Put in the runner's User-Agent, e.g. `aro/0.1.0`. */
   userAgent: string;
-  /** Namespace to manage; undefined or '' for all. */
-  namespace?: string;
   maxConcurrentReconciles?: number;
-  unregistrationWorkers?: number;
   terminatedPodGracePeriodSeconds?: number;
   maxFailures?: number;
   failureBackoffBaseMs?: number;
-  orphanSweepIntervalMs?: number;
-  orphanGraceMs?: number;
-  /** How long a shutdown gives queued registration removals. */
-  unregistrationDrainTimeoutMs?: number;
-  /** Retry of a removal the service refused because the runner is executing a job. */
-  unregistrationJobStillRunningRetryMs?: number;
   events?: 'all' | 'failures' | 'none';
 }
 
@@ -44,12 +34,14 @@ export interface EphemeralRunnerControllerParts {
   cache: Reader;
   /**
    * Uncached reads, where the cache is not safe evidence; the client itself is the usual choice.
-   * Without one, the branches that need such evidence refuse to act (and the sweep reads through the client).
+   * Without one, the branches that need such evidence refuse to act.
    */
   apiReader?: Reader;
   /** The clock, for tests of the time-based branches. */
   now?: () => number;
   actions: ActionsClientProvider;
+  /** Where registrations to remove go (UnregistrationModule's queue in the app). */
+  unregistrations: Pick<UnregistrationQueue, 'push'>;
   logger: Logger;
   registry?: Registry;
   podMutators?: RunnerPodMutator[];
@@ -58,13 +50,12 @@ export interface EphemeralRunnerControllerParts {
 
 export interface EphemeralRunnerController {
   reconciler: EphemeralRunnerReconciler;
-  unregistrations: UnregistrationQueue;
-  sweep: OrphanRegistrationSweep;
 }
 
 /**
  * Registers the EphemeralRunner controller with a manager: the reconciler watching EphemeralRunners
- * and their pods, the unregistration workers and the orphan sweep. All three run only on the leader.
+ * and their pods, leader-only. The registration removals it hands off run in the queue it is given
+ * (see UnregistrationModule). Call before the manager starts.
  */
 export function setupEphemeralRunnerController(
   parts: EphemeralRunnerControllerParts,
@@ -72,24 +63,6 @@ export function setupEphemeralRunnerController(
 ): EphemeralRunnerController {
   const registry = parts.registry ?? metricsRegistry();
   const logger = parts.logger;
-  const unregistrations = new UnregistrationQueue({
-    actions: parts.actions,
-    logger: logger.child({ component: 'runner-unregistration' }),
-    workers: config.unregistrationWorkers,
-    drainTimeoutMs: config.unregistrationDrainTimeoutMs,
-    jobStillRunningRetryMs: config.unregistrationJobStillRunningRetryMs,
-    registry,
-  });
-  const sweep = new OrphanRegistrationSweep({
-    reader: parts.apiReader ?? parts.client,
-    actions: parts.actions,
-    queue: unregistrations,
-    logger: logger.child({ component: 'orphan-registration-sweep' }),
-    namespace: config.namespace || undefined,
-    intervalMs: config.orphanSweepIntervalMs,
-    graceMs: config.orphanGraceMs,
-    registry,
-  });
   const eventsMode = config.events ?? 'all';
   const recorder =
     eventsMode === 'none'
@@ -101,7 +74,7 @@ export function setupEphemeralRunnerController(
       cache: parts.cache,
       apiReader: parts.apiReader,
       actions: parts.actions,
-      unregistrations,
+      unregistrations: parts.unregistrations,
       phaseMetrics: new EphemeralRunnerPhaseMetrics(logger, registry),
       events: recorder,
       podMutators: parts.podMutators,
@@ -123,7 +96,5 @@ export function setupEphemeralRunnerController(
     .withEventFilter(resourceVersionChangedPredicate)
     .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 2 })
     .complete(reconciler);
-  parts.manager.add(unregistrations);
-  parts.manager.add(sweep);
-  return { reconciler, unregistrations, sweep };
+  return { reconciler };
 }

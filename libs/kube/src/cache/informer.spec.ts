@@ -277,6 +277,31 @@ describe('Informer (against a scripted API server)', () => {
     expect(server.lists).toBe(1);
   });
 
+  it('after a clean close resumes from the last event received, not from the list or an earlier bookmark', async () => {
+    server.upsert('a');
+    await startInformer();
+    await eventually(() => expect(server.openWatches).toBe(1));
+    expect(server.watchRequests[0].get('resourceVersion')).toBe('101');
+
+    server.bookmark(); // 102
+    server.upsert('b'); // 103
+    server.upsert('a', { n: 2 }); // 104
+    server.remove('b'); // 105
+    await eventually(() => expect(summary()).toEqual(['added a', 'added b', 'modified a', 'deleted b']));
+    server.endWatches();
+    await eventually(() => expect(server.watchRequests.length).toBe(2));
+    expect(server.watchRequests[1].get('resourceVersion')).toBe('105');
+
+    // The resumed watch goes on from there, without a relist or a replayed event.
+    server.upsert('c'); // 106
+    await eventually(() => expect(summary()).toContain('added c'));
+    expect(summary()).toEqual(['added a', 'added b', 'modified a', 'deleted b', 'added c']);
+    server.endWatches();
+    await eventually(() => expect(server.watchRequests.length).toBe(3));
+    expect(server.watchRequests[2].get('resourceVersion')).toBe('106');
+    expect(server.lists).toBe(1);
+  });
+
   it('hands out copies, so changing what was read leaves the cache intact', async () => {
     server.upsert('a', { n: 1 });
     await startInformer();
@@ -286,6 +311,31 @@ describe('Informer (against a scripted API server)', () => {
     expect(informer.get('ns', 'a')?.spec).toEqual({ n: 1 });
     expect(informer.list()[0].metadata.name).toBe('a');
   });
+
+  it.each(['get', 'list', 'byIndex'] as const)(
+    'hands out copies from %s: mutating what it returned changes nothing any later read sees',
+    async (path) => {
+      server.upsert('a', { n: 1 }, { role: 'worker' });
+      await startInformer();
+      informer.addIndex('byRole', (p) => [p.metadata.labels?.role ?? '']);
+      const pristine = structuredClone(informer.get('ns', 'a'));
+      const reads = {
+        get: () => [informer.get('ns', 'a')!],
+        list: () => informer.list('ns'),
+        byIndex: () => informer.byIndex('byRole', 'worker'),
+      };
+
+      for (const object of reads[path]()) {
+        object.spec!.n = 99;
+        object.metadata.labels!.role = 'hijacked';
+        object.metadata.resourceVersion = '1';
+        object.metadata.name = 'renamed';
+      }
+
+      for (const read of Object.values(reads)) expect(read()).toEqual([pristine]);
+      expect(informer.byIndex('byRole', 'hijacked')).toEqual([]);
+    },
+  );
 
   it.each(['gone-event', 'gone-http'] as const)(
     'relists after a 410 (%s) and reports what changed meanwhile',

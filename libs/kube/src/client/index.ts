@@ -13,4 +13,5 @@ export {
   ignoreNotFound,
 } from './errors';
 export { KubeClient, type KubeClientOptions } from './kube-client';
+export type { KubeApi } from './kube-api';
 export { resourcePath } from './paths';

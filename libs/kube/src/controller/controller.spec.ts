@@ -320,6 +320,36 @@ describe('Controller', () => {
     await h.running;
   });
 
+  it('forgets the failure history on a requeueAfter result, so a later failure backs off from 5 ms again', async () => {
+    const r = new ScriptedReconciler();
+    const h = harness(r);
+    h.source.emit({ type: 'added', object: obj('a') });
+    await flushMicrotasks();
+    // Three failures: retried after 5, 10 and 20 ms.
+    r.calls[0].finish(new Error('x'));
+    await h.clock.advance(5);
+    r.calls[1].finish(new Error('x'));
+    await h.clock.advance(10);
+    r.calls[2].finish(new Error('x'));
+    await h.clock.advance(20);
+    expect(r.calls.length).toBe(4);
+
+    // Then it gets through and asks to look again in a second.
+    r.calls[3].finish(requeueAfter(1_000));
+    await h.clock.advance(1_000);
+    expect(r.calls.length).toBe(5);
+
+    // The next failure is a first failure again: retried after 5 ms, not 40.
+    r.calls[4].finish(new Error('x'));
+    await h.clock.advance(4);
+    expect(r.calls.length).toBe(5);
+    await h.clock.advance(1);
+    expect(r.calls.length).toBe(6);
+    r.calls[5].finish(done());
+    h.stop.abort();
+    await h.running;
+  });
+
   it('queues events while not started and reconciles every cached object once it starts', async () => {
     const r = new ScriptedReconciler();
     const h = harness(r, {}, false);

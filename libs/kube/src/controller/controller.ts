@@ -14,6 +14,7 @@ import { type Clock, systemClock } from '../queue/clock';
 import type { RateLimiter } from '../queue/rate-limiter';
 import { RateLimitingQueue } from '../queue/rate-limiting-queue';
 import type { Predicate } from './predicates';
+import { isTerminalError } from './terminal-error';
 import { type Reconciler, type Request, type Result, requestFromKey, requestKey } from './types';
 
 export interface ControllerOptions {
@@ -234,7 +235,13 @@ export class Controller implements Runnable {
     }
 
     let outcome: ReconcileOutcome;
-    if (failure !== undefined) {
+    if (failure !== undefined && isTerminalError(failure.error)) {
+      // Retrying cannot help: the key's next event brings it back, not the backoff.
+      outcome = 'error';
+      this.metrics.errors.inc({ controller: this.name });
+      this.queue.forget(key);
+      log.error('Reconciler error is terminal; not retrying until the object changes', failure.error);
+    } else if (failure !== undefined) {
       outcome = 'error';
       this.metrics.errors.inc({ controller: this.name });
       this.queue.addRateLimited(key);

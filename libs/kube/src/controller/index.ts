@@ -3,3 +3,4 @@ export * from './predicates';
 export * from './handlers';
 export * from './controller';
 export * from './builder';
+export * from './terminal-error';

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { FakeClock, flushMicrotasks } from '../queue/clock';
 import { type ElectionOutcome, LeaderElector, type LeaderElectionOptions, microTime } from './leader-elector';
 import { InMemoryLeases } from './in-memory-leases';
+import type { Lease, LeaseClient } from './lease-client';
 
 const timings: Partial<LeaderElectionOptions> = {
   leaseDurationMs: 15_000,
@@ -271,5 +272,276 @@ describe('LeaderElector', () => {
 
   it('writes MicroTime with six fractional digits', () => {
     expect(microTime(new Date('2025-03-04T05:06:07.891Z'))).toBe('2025-03-04T05:06:07.891000Z');
+  });
+});
+
+/**
+ * The lease API as several candidates see it, with two things the plain store cannot do: hold reads
+ * until every racing candidate has read (so all of them act on the same record), then let their writes
+ * through one at a time in a chosen order; and keep a log of every write and what the server answered.
+ */
+class RaceTrack {
+  readonly writes: Array<{ by: string; holder: string | undefined; ok: boolean; error?: string }> = [];
+  private race: { order: string[]; held: Map<string, () => void> } | undefined;
+  private readonly settled = new Map<string, () => void>();
+
+  constructor(private readonly leases: InMemoryLeases) {}
+
+  view(by: string): LeaseClient {
+    const inner = this.leases.clientFor(by);
+    return {
+      get: async (namespace, name) => {
+        const lease = await inner.get(namespace, name);
+        const race = this.race;
+        if (race !== undefined && race.order.includes(by) && !race.held.has(by)) {
+          await new Promise<void>((resolve) => {
+            race.held.set(by, resolve);
+            if (race.held.size === race.order.length) void this.release(race);
+          });
+        }
+        return lease;
+      },
+      create: (lease) => this.write(by, lease, () => inner.create(lease)),
+      replace: (lease) => this.write(by, lease, () => inner.replace(lease)),
+    };
+  }
+
+  /** The next read of each of `order` waits until all have read; then each writes, in this order. */
+  raceNext(order: string[]): void {
+    this.race = { order, held: new Map() };
+  }
+
+  successfulWritesBy(by: string): number {
+    return this.writes.filter((w) => w.by === by && w.ok).length;
+  }
+
+  private async release(race: { order: string[]; held: Map<string, () => void> }): Promise<void> {
+    this.race = undefined;
+    for (const by of race.order) {
+      const written = new Promise<void>((resolve) => this.settled.set(by, resolve));
+      race.held.get(by)!();
+      await written;
+    }
+  }
+
+  private async write(by: string, lease: Lease, send: () => Promise<Lease>): Promise<Lease> {
+    try {
+      const written = await send();
+      this.writes.push({ by, holder: lease.spec?.holderIdentity, ok: true });
+      return written;
+    } catch (e) {
+      this.writes.push({ by, holder: lease.spec?.holderIdentity, ok: false, error: String(e) });
+      throw e;
+    } finally {
+      this.settled.get(by)?.();
+      this.settled.delete(by);
+    }
+  }
+}
+
+function racer(track: RaceTrack, identity: string, clock: FakeClock): Candidate {
+  const elector = new LeaderElector(
+    track.view(identity),
+    { leaseName: 'lock', leaseNamespace: 'ns', identity, ...timings },
+    {
+      logger: createLogger({ level: process.env.DEBUG_LE ? 'debug' : 'silent' }),
+      clock,
+      registry: new Registry(),
+      random: () => 0,
+    },
+  );
+  const abort = new AbortController();
+  const c: Candidate = { elector, abort, startedLeading: false, leaders: [], outcome: undefined! };
+  c.outcome = elector.run(abort.signal, {
+    onStartedLeading: () => (c.startedLeading = true),
+    onNewLeader: (id) => c.leaders.push(id),
+  });
+  return c;
+}
+
+function leadersAmong(...candidates: Candidate[]): string[] {
+  return candidates.filter((c) => c.elector.isLeader()).map((c) => c.elector.identity);
+}
+
+describe('LeaderElector under a write race', () => {
+  it.each([
+    ['a', 'b'],
+    ['b', 'a'],
+  ])(
+    'two candidates read the same expired lease and both write: %s wins, %s gets Conflict and stands by',
+    async (winnerId, loserId) => {
+      const clock = new FakeClock();
+      const leases = new InMemoryLeases();
+      leases.put('ns', 'lock', { holderIdentity: 'ghost', leaseDurationSeconds: 15, leaseTransitions: 4 });
+      const track = new RaceTrack(leases);
+      const candidates = { a: racer(track, 'a', clock), b: racer(track, 'b', clock) };
+      const winner = candidates[winnerId as 'a' | 'b'];
+      const loser = candidates[loserId as 'a' | 'b'];
+
+      // Both first saw the ghost's lease at 0; at 16 s both have seen it unchanged for 15 s.
+      await clock.advance(14_000);
+      expect(leadersAmong(winner, loser)).toEqual([]);
+      track.raceNext([winnerId, loserId]);
+      await clock.advance(2_000);
+
+      expect(track.writes).toEqual([
+        { by: winnerId, holder: winnerId, ok: true },
+        { by: loserId, holder: loserId, ok: false, error: expect.stringContaining('(Conflict)') },
+      ]);
+      expect(leadersAmong(winner, loser)).toEqual([winnerId]);
+      expect(leases.read('ns', 'lock')!.spec).toMatchObject({
+        holderIdentity: winnerId,
+        leaseTransitions: 5,
+      });
+
+      // The winner renews for a minute; the holder never changes and the loser never writes again.
+      for (let t = 0; t < 60_000; t += 1_000) {
+        await clock.advance(1_000);
+        expect(leadersAmong(winner, loser)).toEqual([winnerId]);
+        expect(leases.read('ns', 'lock')!.spec!.holderIdentity).toBe(winnerId);
+      }
+      expect(track.successfulWritesBy(winnerId)).toBeGreaterThanOrEqual(30);
+      expect(track.successfulWritesBy(loserId)).toBe(0);
+      expect(track.writes.filter((w) => w.ok).every((w) => w.holder === winnerId)).toBe(true);
+      expect(loser.startedLeading).toBe(false);
+      expect(loser.leaders).toEqual(['ghost', winnerId]);
+      winner.abort.abort();
+      loser.abort.abort();
+    },
+  );
+
+  it('two candidates that both find no lease and both create it: one leads, the other gets AlreadyExists and stands by', async () => {
+    const clock = new FakeClock();
+    const leases = new InMemoryLeases();
+    const track = new RaceTrack(leases);
+    track.raceNext(['a', 'b']);
+    const a = racer(track, 'a', clock);
+    const b = racer(track, 'b', clock);
+    await clock.advance(0);
+
+    expect(track.writes).toEqual([
+      { by: 'a', holder: 'a', ok: true },
+      { by: 'b', holder: 'b', ok: false, error: expect.stringContaining('(AlreadyExists)') },
+    ]);
+    expect(leadersAmong(a, b)).toEqual(['a']);
+    // The loser learns who won from the read after its failed write, not a retry period later.
+    expect(b.leaders).toEqual(['a']);
+    for (let t = 0; t < 30_000; t += 1_000) {
+      await clock.advance(1_000);
+      expect(leadersAmong(a, b)).toEqual(['a']);
+      expect(leases.read('ns', 'lock')!.spec!.holderIdentity).toBe('a');
+    }
+    expect(track.successfulWritesBy('b')).toBe(0);
+    a.abort.abort();
+    b.abort.abort();
+  });
+
+  /*
+   * The leader's monotonic clock stood still while the standby's ran on (a suspended VM: Linux's
+   * CLOCK_MONOTONIC does not count suspend). On waking the leader thinks it renewed 2 s ago and renews,
+   * at the moment the standby, which has seen the lease unchanged for 15 s, takes it over.
+   */
+  async function renewalMeetsTakeover(order: ['a' | 'b', 'a' | 'b']) {
+    const clockA = new FakeClock();
+    const clockB = new FakeClock();
+    const leases = new InMemoryLeases();
+    const track = new RaceTrack(leases);
+    const a = racer(track, 'a', clockA);
+    await clockA.advance(0);
+    const b = racer(track, 'b', clockB);
+    for (let t = 0; t < 4_000; t += 2_000) {
+      await clockA.advance(2_000);
+      await clockB.advance(2_000);
+    }
+    expect(leadersAmong(a, b)).toEqual(['a']);
+
+    // a is suspended. b last saw the lease change at 4 s and takes it at 20 s by its clock.
+    await clockB.advance(15_999);
+    expect(leadersAmong(a, b)).toEqual(['a']);
+    track.raceNext(order);
+    await clockB.advance(1);
+    // a wakes: its renewal reads the same record b read, and both write.
+    await clockA.advance(2_000);
+    expect(track.writes.slice(-2)).toEqual([
+      { by: order[0], holder: order[0], ok: true },
+      { by: order[1], holder: order[1], ok: false, error: expect.stringContaining('(Conflict)') },
+    ]);
+    return { a, b, leases, track, clockA, clockB };
+  }
+
+  it('a renewal that loses to a takeover ends leadership at once, and the old leader never writes again', async () => {
+    const { a, b, leases, track, clockA, clockB } = await renewalMeetsTakeover(['b', 'a']);
+    expect(leadersAmong(a, b)).toEqual(['b']);
+    await expect(a.outcome).resolves.toBe('lost');
+    const writesByA = track.successfulWritesBy('a');
+    for (let t = 0; t < 60_000; t += 1_000) {
+      await clockA.advance(1_000);
+      await clockB.advance(1_000);
+      expect(leadersAmong(a, b)).toEqual(['b']);
+      expect(leases.read('ns', 'lock')!.spec!.holderIdentity).toBe('b');
+    }
+    expect(track.successfulWritesBy('a')).toBe(writesByA);
+    expect(leases.read('ns', 'lock')!.spec!.leaseTransitions).toBe(1);
+    b.abort.abort();
+  });
+
+  it('a takeover that loses to a renewal leaves the leader leading and the standby standing by', async () => {
+    const { a, b, leases, track, clockA, clockB } = await renewalMeetsTakeover(['a', 'b']);
+    expect(leadersAmong(a, b)).toEqual(['a']);
+    for (let t = 0; t < 60_000; t += 1_000) {
+      await clockA.advance(1_000);
+      await clockB.advance(1_000);
+      expect(leadersAmong(a, b)).toEqual(['a']);
+      expect(leases.read('ns', 'lock')!.spec!.holderIdentity).toBe('a');
+    }
+    expect(track.successfulWritesBy('b')).toBe(0);
+    expect(b.startedLeading).toBe(false);
+    expect(leases.read('ns', 'lock')!.spec!.leaseTransitions).toBe(0);
+    a.abort.abort();
+    b.abort.abort();
+  });
+});
+
+describe('LeaderElector after a renewal deadline', () => {
+  it('does not write the lease from an attempt abandoned at its deadline whose read answers late', async () => {
+    const clock = new FakeClock();
+    const leases = new InMemoryLeases();
+    const track = new RaceTrack(leases);
+    const direct = track.view('a');
+    // While `stalled`, a's reads wait for the test; released, they read the lease as it is then.
+    let stalled: Array<() => void> | undefined;
+    const slowReads: LeaseClient = {
+      get: async (namespace, name) => {
+        const queue = stalled;
+        if (queue !== undefined) await new Promise<void>((resolve) => queue.push(resolve));
+        return direct.get(namespace, name);
+      },
+      create: (l) => direct.create(l),
+      replace: (l) => direct.replace(l),
+    };
+    const elector = new LeaderElector(
+      slowReads,
+      { leaseName: 'lock', leaseNamespace: 'ns', identity: 'a', ...timings },
+      { logger: createLogger({ level: 'silent' }), clock, registry: new Registry(), random: () => 0 },
+    );
+    let outcome: ElectionOutcome | undefined;
+    void elector.run(new AbortController().signal, { onStartedLeading: () => {} }).then((o) => (outcome = o));
+    await clock.advance(0);
+    expect(elector.isLeader()).toBe(true);
+
+    const held: Array<() => void> = [];
+    stalled = held;
+    await clock.advance(2_000 + 10_000);
+    expect(outcome).toBe('lost');
+    const writesWhenLost = track.successfulWritesBy('a');
+    const leaseWhenLost = leases.read('ns', 'lock');
+
+    // The reads answer now, long after the elector gave up on them.
+    stalled = undefined;
+    expect(held.length).toBeGreaterThan(0);
+    held.forEach((answer) => answer());
+    await flushMicrotasks();
+    expect(track.successfulWritesBy('a')).toBe(writesWhenLost);
+    expect(leases.read('ns', 'lock')).toEqual(leaseWhenLost);
   });
 });

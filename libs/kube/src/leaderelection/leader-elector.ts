@@ -20,6 +20,9 @@ import type { Lease, LeaseClient, LeaseSpec } from './lease-client';
  *   (which is shorter than leaseDuration, so the old leader stops before a standby can take over);
  * - release on cancel: clearing holderIdentity lets a standby take over at once instead of waiting
  *   out the lease.
+ * Where it is stricter than client-go: a leader whose renewal finds another holder steps down at once
+ * rather than retrying until renewDeadline (a leader whose monotonic clock stood still through a VM
+ * suspend can wake to find its lease taken), and an attempt abandoned at its deadline never writes.
  */
 export interface LeaderElectionOptions {
   leaseName: string;
@@ -52,6 +55,12 @@ export interface LeaderCallbacks {
   /** Called whenever the observed holder changes (including to this process). */
   onNewLeader?(identity: string): void;
 }
+
+/**
+ * One acquire-or-renew attempt: this process holds the lease now; another holds it (and this process
+ * has not seen it unchanged for its duration); or the attempt failed (no answer, or an error).
+ */
+type Attempt = 'acquired' | 'heldByOther' | 'failed';
 
 /** Why `run` returned: the lease could not be renewed in time, or the caller aborted. */
 export type ElectionOutcome = 'lost' | 'cancelled';
@@ -174,11 +183,9 @@ export class LeaderElector {
       leaseTransitions: this.observed?.leaseTransitions ?? 0,
     };
     try {
+      const last = this.lastLease;
       const released = await this.withDeadline(
-        this.leases.replace({
-          ...this.lastLease,
-          spec: { ...this.lastLease.spec, holderIdentity: undefined, ...spec },
-        }),
+        () => this.leases.replace({ ...last, spec: { ...last.spec, holderIdentity: undefined, ...spec } }),
         this.renewDeadlineMs,
       );
       if (released === undefined) throw new Error(`no answer within ${this.renewDeadlineMs} ms`);
@@ -193,9 +200,11 @@ export class LeaderElector {
 
   private async acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
     while (!signal.aborted) {
-      const ok = (await this.withDeadline(this.tryAcquireOrRenew(), this.renewDeadlineMs)) ?? false;
+      const attempt =
+        (await this.withDeadline((abandoned) => this.tryAcquireOrRenew(abandoned), this.renewDeadlineMs)) ??
+        'failed';
       this.reportLeader(callbacks);
-      if (ok) {
+      if (attempt === 'acquired') {
         this.setLeading(true);
         return true;
       }
@@ -213,8 +222,19 @@ export class LeaderElector {
       for (;;) {
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) break;
-        renewed = (await this.withDeadline(this.tryAcquireOrRenew(), remaining)) ?? false;
+        const attempt =
+          (await this.withDeadline((abandoned) => this.tryAcquireOrRenew(abandoned), remaining)) ?? 'failed';
         this.reportLeader(callbacks);
+        if (attempt === 'heldByOther' && !signal.aborted) {
+          // Someone else holds the lease now (it took it over while this process could not renew, e.g.
+          // its clock stood still through a suspend). Retrying until renewDeadline would leave two
+          // leaders acting until then; there is nothing left to renew, so leadership ends here.
+          this.log.warn('Another candidate holds the lease; stepping down at once', {
+            holder: this.observed?.holderIdentity,
+          });
+          return 'lost';
+        }
+        renewed = attempt === 'acquired';
         if (renewed || signal.aborted) break;
         this.log.warn('Failed to renew the lease; retrying', {
           msLeft: Math.max(0, deadline - this.clock.now()),
@@ -231,8 +251,12 @@ export class LeaderElector {
    * One attempt, as client-go's tryAcquireOrRenew: read the lease; create it if absent; leave it alone
    * if someone else holds it and it has not been seen unchanged for its duration; otherwise write it
    * with this identity, carrying the read resourceVersion so a concurrent writer makes this fail.
+   * A failed write is followed by one more read, only to learn who holds the lease now: never by a
+   * second write, which would put this identity over the winner's. An attempt abandoned at its
+   * deadline writes nothing when its read answers late: the elector may have stepped down meanwhile,
+   * and a lease renewed for a process that no longer leads keeps every standby waiting for nothing.
    */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(abandoned: AbortSignal): Promise<Attempt> {
     const now = this.clock.wallTime();
     const desired: LeaseSpec = {
       holderIdentity: this.identity,
@@ -244,7 +268,13 @@ export class LeaderElector {
     let current: Lease | undefined;
     try {
       current = await this.leases.get(this.options.leaseNamespace, this.options.leaseName);
-      if (current === undefined) {
+    } catch (e) {
+      this.log.debug('Could not read the lease', { err: errorText(e) });
+      return 'failed';
+    }
+    if (current === undefined) {
+      if (abandoned.aborted) return 'failed';
+      try {
         const created = await this.leases.create({
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
@@ -252,17 +282,18 @@ export class LeaderElector {
           spec: desired,
         });
         this.observe(created, this.clock.now());
-        return true;
+        return 'acquired';
+      } catch (e) {
+        // Typically AlreadyExists: another candidate created it first.
+        this.log.debug('Could not create the lease', { err: errorText(e) });
+        return this.holderAfterFailedWrite();
       }
-    } catch (e) {
-      this.log.debug('Could not read or create the lease', { err: errorText(e) });
-      return false;
     }
 
     const record = current.spec ?? {};
     this.observe(current, this.clock.now());
     const heldByOther = !!record.holderIdentity && record.holderIdentity !== this.identity;
-    if (heldByOther && !this.observedExpired(record)) return false;
+    if (heldByOther && !this.observedExpired(record)) return 'heldByOther';
 
     if (record.holderIdentity === this.identity) {
       desired.acquireTime = record.acquireTime ?? desired.acquireTime;
@@ -270,13 +301,31 @@ export class LeaderElector {
     } else {
       desired.leaseTransitions = (record.leaseTransitions ?? 0) + 1;
     }
+    if (abandoned.aborted) return 'failed';
     try {
       const written = await this.leases.replace({ ...current, spec: { ...current.spec, ...desired } });
       this.observe(written, this.clock.now());
-      return true;
+      return 'acquired';
     } catch (e) {
       this.log.debug('Could not write the lease', { err: errorText(e) });
-      return false;
+      return this.holderAfterFailedWrite();
+    }
+  }
+
+  /**
+   * After a write failed (typically a Conflict: another candidate wrote first), reads the lease again
+   * so that a leader which lost the race learns it at once instead of after renewDeadline.
+   */
+  private async holderAfterFailedWrite(): Promise<Attempt> {
+    try {
+      const now = await this.leases.get(this.options.leaseNamespace, this.options.leaseName);
+      if (now === undefined) return 'failed';
+      this.observe(now, this.clock.now());
+      const holder = now.spec?.holderIdentity;
+      return holder && holder !== this.identity ? 'heldByOther' : 'failed';
+    } catch (e) {
+      this.log.debug('Could not read the lease after a failed write', { err: errorText(e) });
+      return 'failed';
     }
   }
 
@@ -309,11 +358,23 @@ export class LeaderElector {
     this.masterStatus.set({ name: this.options.leaseName }, leading ? 1 : 0);
   }
 
-  /** The call's result, or undefined if it took longer than `ms` (the call itself runs on, unobserved). */
-  private async withDeadline<T>(call: Promise<T>, ms: number): Promise<T | undefined> {
+  /**
+   * The call's result, or undefined if it took longer than `ms`. The call itself runs on, but its
+   * `abandoned` signal is aborted then, so it can refrain from acting on what it learns too late.
+   */
+  private async withDeadline<T>(
+    call: (abandoned: AbortSignal) => Promise<T>,
+    ms: number,
+  ): Promise<T | undefined> {
     const timer = new AbortController();
+    const abandoned = new AbortController();
     try {
-      return await Promise.race([call, sleep(this.clock, ms, timer.signal).then(() => undefined)]);
+      const result = await Promise.race([
+        call(abandoned.signal),
+        sleep(this.clock, ms, timer.signal).then(() => undefined),
+      ]);
+      if (result === undefined) abandoned.abort();
+      return result;
     } finally {
       // Only after the race has settled: cancelling inside it would let the timer win the race.
       timer.abort();

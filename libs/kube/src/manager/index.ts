@@ -1,3 +1,4 @@
 export * from './runnable';
 export * from './manager';
 export * from './nest';
+export * from './leader-schedule';

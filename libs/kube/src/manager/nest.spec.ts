@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import type { InformerCache } from '../cache';
 import type { KubeClient } from '../client';
 import { Manager } from './manager';
-import { KUBE_MANAGER, ManagerLifecycle } from './nest';
+import { ManagerLifecycle } from './nest';
 
 class SyncedCache {
   running = false;
@@ -34,7 +34,7 @@ describe('ManagerLifecycle', () => {
       leaderElection: false,
     });
     const moduleRef = await Test.createTestingModule({
-      providers: [{ provide: KUBE_MANAGER, useValue: manager }, ManagerLifecycle],
+      providers: [{ provide: Manager, useValue: manager }, ManagerLifecycle],
     }).compile();
     const app = moduleRef.createNestApplication();
     await app.init();

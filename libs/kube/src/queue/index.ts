@@ -1,3 +1,3 @@
-export * from './clock';
+export { type Clock, type TimerHandle, sleep, systemClock } from './clock';
 export * from './rate-limiter';
 export * from './rate-limiting-queue';

@@ -1,6 +1,6 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
-import { KUBE_MANAGER, Manager } from '@aro/kube';
+import { Manager } from '@aro/kube';
 
 /**
  * Probes for Kubernetes. /healthz fails when a watch or a controller is stuck (an informer silent past
@@ -13,7 +13,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    @Inject(KUBE_MANAGER) private readonly manager: Manager,
+    private readonly manager: Manager,
   ) {}
 
   @Get('healthz')

@@ -1,0 +1,87 @@
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunner, Labels } from '@aro/api';
+import { DeleteOptions, PodKind, SecretKind, ignoreNotFound, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { isBeingDeleted, podDeleteOptions, podTerminated } from './pod-state';
+import { type RunnerContext, describe } from './reconciler-context';
+
+/** Deletes what a runner owns: its pod and jitconfig secret, and what its container hook made. */
+export class RunnerCleanup {
+  constructor(private readonly ctx: RunnerContext) {}
+
+  async resources(runner: EphemeralRunner, log: Logger): Promise<void> {
+    const { namespace = '', name = '' } = runner.metadata ?? {};
+    let pod: V1Pod | undefined;
+    try {
+      pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (pod && !isBeingDeleted(pod)) {
+      log.info('Deleting the runner pod', { podUid: pod.metadata?.uid, terminated: podTerminated(pod) });
+      try {
+        await this.ctx.deps.client
+          .delete(PodKind, namespace, name, this.podDeleteOptions(pod))
+          .catch(ignoreNotFound);
+      } catch (err) {
+        throw new Error(`failed to delete the runner pod: ${describe(err)}`, { cause: err });
+      }
+    }
+
+    let secret: V1Secret | undefined;
+    try {
+      secret = await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (secret && !isBeingDeleted(secret)) {
+      log.info('Deleting the jitconfig secret');
+      try {
+        await this.ctx.deps.client.delete(SecretKind, namespace, name).catch(ignoreNotFound);
+      } catch (err) {
+        throw new Error(`failed to delete the jitconfig secret: ${describe(err)}`, { cause: err });
+      }
+    }
+  }
+
+  /** Pods and secrets the Kubernetes container hook made for the runner's job, found by label. */
+  async containerHookResources(runner: EphemeralRunner, log: Logger): Promise<void> {
+    const namespace = runner.metadata?.namespace ?? '';
+    const labelSelector = `${Labels.runnerPod}=${runner.metadata?.name}`;
+    const errors: Error[] = [];
+    const sweep = async (kind: typeof PodKind, what: string) => {
+      let items: V1Pod[] | V1Secret[];
+      try {
+        items = await this.ctx.deps.client.list<V1Pod | V1Secret>(kind, { namespace, labelSelector });
+      } catch (err) {
+        errors.push(new Error(`failed to list runner-linked ${what}s: ${describe(err)}`));
+        return;
+      }
+      for (const item of items) {
+        if (isBeingDeleted(item)) continue;
+        log.info(`Deleting a container hook ${what}`, { [what]: item.metadata?.name });
+        try {
+          await this.ctx.deps.client
+            .delete(
+              kind,
+              namespace,
+              item.metadata?.name ?? '',
+              kind === PodKind ? this.podDeleteOptions(item as V1Pod) : undefined,
+            )
+            .catch(ignoreNotFound);
+        } catch (err) {
+          errors.push(
+            new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describe(err)}`),
+          );
+        }
+      }
+    };
+    await sweep(PodKind, 'pod');
+    await sweep(SecretKind, 'secret');
+    if (errors.length > 0) throw new AggregateError(errors, errors.map((e) => e.message).join('; '));
+  }
+
+  podDeleteOptions(pod: V1Pod): DeleteOptions | undefined {
+    return podDeleteOptions(pod, this.ctx.gracePeriodSeconds);
+  }
+}

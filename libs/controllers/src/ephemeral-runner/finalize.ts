@@ -1,0 +1,160 @@
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, hasContainerHookConfigured } from '@aro/api';
+import { isJobStillRunning } from '@aro/actions';
+import { LazyCopy, type Released, type Result, isConflict, isNotFound, released } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { RunnerCleanup } from './cleanup';
+import {
+  BUSY_RUNNER_REQUEUE_MS,
+  type RunnerContext,
+  describe,
+  hasFinalizer,
+  removeFinalizer,
+  requeueAfter,
+} from './reconciler-context';
+import {
+  ActionsClientGetter,
+  onceAsync,
+  registeredRunnerId,
+  removeRunnerOfLivePod,
+  runnerSelfDeregistered,
+} from './runner-registration';
+import type { RunnerStatusWriter } from './status-writer';
+
+/**
+ * A runner's registration on the Actions service and its release: the cleanup of a runner being
+ * deleted (under the finalizer helper), and the release of a finished runner's registration.
+ */
+export class RunnerFinalization {
+  constructor(
+    private readonly ctx: RunnerContext,
+    private readonly status: RunnerStatusWriter,
+    private readonly cleanup: RunnerCleanup,
+  ) {}
+
+  /**
+   * The cleanup of a runner being deleted: release its registration, delete its pod and secret. The
+   * finalizer helper then drops the finalizers in one patch, computed from the runner as read.
+   */
+  async cleanUp(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result | Released> {
+    const copy = new LazyCopy(runner);
+    let actionsFinalizerReleased = false;
+    if (hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) {
+      // The registration finalizer exists to release the runner's registration, in one of two ways.
+      // A runner that exited 0 deregistered itself; that is the path every completed job takes, and
+      // it costs no API call. Any other runner may still hold a registration, and while its pod is
+      // alive it may be executing a job this controller has not heard of (the ID reaches the status
+      // only after the pod exists; a job only once the listener reports it). So the service is asked
+      // to remove it before a live pod is deleted, and a runner still executing a job keeps its pod.
+      // A pod with nothing left running cannot be executing a job: for it, and for a runner without a
+      // pod, the removal goes to the background queue so the cleanup below never waits on the service.
+      let runnerId = 0;
+      if (runnerSelfDeregistered(runner)) {
+        log.info('Runner exited successfully and deregistered itself; skipping its removal from the service');
+      } else {
+        const getClient: ActionsClientGetter = onceAsync(() =>
+          this.ctx.deps.actions.getActionsClient(runner, signal),
+        );
+        // Resolved before the finalizer goes: recovering an ID the status never recorded reads the
+        // jitconfig secret, which the cleanup below deletes.
+        runnerId = await registeredRunnerId(runner, this.ctx.deps.client, getClient, log, signal);
+        if (runnerId !== 0) {
+          try {
+            if (
+              await removeRunnerOfLivePod(runner, runnerId, this.ctx.deps.apiReader, getClient, log, signal)
+            )
+              runnerId = 0;
+          } catch (err) {
+            if (!isJobStillRunning(err)) {
+              throw new Error(
+                `failed to remove the runner of a live pod from the service: ${describe(err)}`,
+                {
+                  cause: err,
+                },
+              );
+            }
+            log.info('Runner is still executing a job; keeping its pod', {
+              runnerId,
+              requeueAfterMs: BUSY_RUNNER_REQUEUE_MS,
+            });
+            return requeueAfter(BUSY_RUNNER_REQUEUE_MS);
+          }
+        }
+      }
+
+      log.info('Removing the runner registration finalizer', {
+        unregisterFromService: runnerId !== 0,
+        phase: runner.status?.phase,
+      });
+      const removed = removeFinalizer(copy.mutate(), EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
+      // The patch must land before the runner is queued: queueing first would ask the service twice
+      // when the patch fails and the retry comes back through here. With nothing to queue there is
+      // nothing to order against, so the removal rides along with the last finalizer patch below
+      // instead of paying for a round trip of its own.
+      actionsFinalizerReleased = removed;
+      if (removed && runnerId !== 0) {
+        // Pinned to the resourceVersion read: from a cache that is behind (the registration already
+        // released by a write it has not seen yet) the patch conflicts instead of queueing it twice.
+        try {
+          await this.status.patch(runner, copy.mergePatch({ optimisticLock: true }));
+        } catch (err) {
+          if (!isConflict(err)) throw err;
+          log.debug(
+            'The cached runner is behind the API server; looking again before releasing its registration',
+          );
+          return { requeue: true };
+        }
+      }
+      if (runnerId !== 0) this.ctx.deps.unregistrations.push(runner, runnerId);
+    }
+
+    log.info('Finalizing the ephemeral runner');
+    await this.cleanup.resources(runner, log);
+    if (hasContainerHookConfigured(runner)) {
+      log.info('Runner has container hooks configured; cleaning up their pods and secrets');
+      await this.cleanup.containerHookResources(runner, log);
+    }
+
+    // The registration finalizer, when released above, goes with the main one (it is already gone
+    // from the object when it was patched away, and must not come back with a list read before).
+    return released(actionsFinalizerReleased ? [EPHEMERAL_RUNNER_ACTIONS_FINALIZER] : []);
+  }
+
+  /**
+   * Releases the runner's registration: hands its removal to the queue and drops the finalizer that
+   * exists to make it happen. Dropping the finalizer is what keeps this to one removal (the deletion
+   * that follows would queue it again) and what makes it safe to call twice: a released runner is
+   * left alone.
+   */
+  async release(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<EphemeralRunner> {
+    if (!hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) return runner;
+    let runnerId = 0;
+    if (runnerSelfDeregistered(runner)) {
+      log.info('Runner exited successfully and deregistered itself; skipping its removal from the service');
+    } else {
+      runnerId = await registeredRunnerId(
+        runner,
+        this.ctx.deps.client,
+        onceAsync(() => this.ctx.deps.actions.getActionsClient(runner, signal)),
+        log,
+        signal,
+      );
+    }
+    const copy = new LazyCopy(runner);
+    removeFinalizer(copy.mutate(), EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
+    let updated: EphemeralRunner;
+    try {
+      // Pinned to the resourceVersion read, so that a runner read from a cache that has not seen its
+      // release yet gets a conflict rather than a second removal.
+      updated = await this.status.patch(runner, copy.mergePatch({ optimisticLock: true }));
+    } catch (err) {
+      // NotFound: another actor removed it and the runner finished deleting; nothing left to queue
+      // twice. A conflict is returned as is for the caller to look again. Any other failure leaves the
+      // removal to the retry rather than queueing it twice.
+      if (isNotFound(err)) return runner;
+      if (isConflict(err)) throw err;
+      throw new Error(`failed to remove the runner registration finalizer: ${describe(err)}`, { cause: err });
+    }
+    if (runnerId !== 0) this.ctx.deps.unregistrations.push(runner, runnerId);
+    return updated;
+  }
+}

@@ -1,0 +1,125 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { LazyCopy, PodKind, type Result, SecretKind, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import {
+  REGISTRATION_RETRY_MS,
+  type RunnerContext,
+  describe,
+  done,
+  removeFinalizer,
+  requeueAfter,
+} from './reconciler-context';
+import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
+import { buildJitSecret } from './runner-resources';
+import type { RunnerStatusWriter } from './status-writer';
+
+/** The runner's registration, as the jitconfig secret the runner pod starts from. */
+export class JitSecrets {
+  constructor(
+    private readonly ctx: RunnerContext,
+    private readonly status: RunnerStatusWriter,
+  ) {}
+
+  async ensure(
+    runner: EphemeralRunner,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<{ secret: V1Secret } | { result: Result }> {
+    const { namespace = '', name = '' } = runner.metadata ?? {};
+    try {
+      return { secret: await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name) };
+    } catch (err) {
+      if (!isNotFound(err))
+        throw new Error(`failed to fetch the jitconfig secret: ${describe(err)}`, { cause: err });
+    }
+
+    let jit;
+    try {
+      jit = await createJitConfig(
+        runner,
+        () => this.ctx.deps.actions.getActionsClient(runner, signal),
+        log,
+        signal,
+      );
+    } catch (err) {
+      if (err instanceof RetryableRegistrationError) {
+        log.info('Registration conflict resolved; retrying', { reason: err.message });
+        return { result: requeueAfter(REGISTRATION_RETRY_MS) };
+      }
+      if (err instanceof FatalRegistrationError) {
+        log.info('JIT config cannot be created for this runner; deleting the EphemeralRunner', {
+          reason: err.message,
+        });
+        this.status.event(runner, 'Warning', 'RegistrationConflict', err.message);
+        // Names are unique across the service's scope, so a name held by another scale set means this
+        // runner holds no registration: its registration finalizer has nothing to release. Left in
+        // place it would hold the deletion forever, since the finalizer branch must treat a foreign
+        // registration found by name as an error rather than as "never registered".
+        const copy = new LazyCopy(runner);
+        removeFinalizer(copy.mutate(), EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
+        await this.status.patch(runner, copy.mergePatch());
+        await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
+        return { result: done };
+      }
+      this.status.event(runner, 'Warning', 'RegistrationFailed', describe(err));
+      throw err;
+    }
+
+    log.info('Creating the jitconfig secret');
+    try {
+      const secret = await this.ctx.deps.client.create<V1Secret>(SecretKind, buildJitSecret(runner, jit));
+      log.info('Created the jitconfig secret', { runnerId: jit.runner.id });
+      return { secret };
+    } catch (err) {
+      throw new Error(`failed to create the jitconfig secret: ${describe(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * A secret whose runner ID is unusable is replaced only when no pod exists: replacing a secret a
+   * pod already consumed could tie a new registration to a live runner. Only the uncached reader is
+   * evidence that no pod exists; without one the controller refuses.
+   */
+  async replaceCorrupt(
+    runner: EphemeralRunner,
+    secret: V1Secret,
+    cause: unknown,
+    log: Logger,
+  ): Promise<Result> {
+    const { namespace = '', name = '' } = runner.metadata ?? {};
+    log.error('The jitconfig secret holds an invalid runner ID', cause);
+    if (!this.ctx.deps.apiReader) {
+      throw new Error(
+        `cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`,
+        {
+          cause,
+        },
+      );
+    }
+    try {
+      await this.ctx.deps.apiReader.get(PodKind, namespace, name);
+    } catch (podErr) {
+      if (!isNotFound(podErr)) {
+        throw new Error(
+          `failed to check the runner pod before replacing an invalid jitconfig secret: ${describe(podErr)}`,
+          { cause: podErr },
+        );
+      }
+      log.info('Deleting the corrupted jitconfig secret; no pod uses it');
+      this.status.event(
+        runner,
+        'Warning',
+        'CorruptJitConfigSecret',
+        `${describe(cause)}; replacing the secret`,
+      );
+      await this.ctx.deps.client.delete(SecretKind, namespace, name, {
+        preconditions: secret.metadata?.uid ? { uid: secret.metadata.uid } : undefined,
+      });
+      return requeueAfter(REGISTRATION_RETRY_MS);
+    }
+    throw new Error(`the jitconfig secret is corrupt and its pod exists, keeping both: ${describe(cause)}`, {
+      cause,
+    });
+  }
+}

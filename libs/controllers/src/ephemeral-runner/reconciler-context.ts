@@ -1,0 +1,86 @@
+import type { EphemeralRunner } from '@aro/api';
+import type { KubeApi, Reader, Result } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { EventRecorder } from '../events/event-recorder';
+import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
+import type { EphemeralRunnerPhaseMetrics } from './phase-metrics';
+import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+
+/*
+ * What the parts of the EphemeralRunner reconciler share: its dependencies, its settings and small
+ * helpers. Each part (dispatch, finalization, JIT secret, runner pod, status writer, cleanup) is a
+ * class of its own file that gets this context.
+ */
+
+/** How long a runner being deleted while its pod executes a job waits before the service is asked again. */
+export const BUSY_RUNNER_REQUEUE_MS = 30_000;
+/** A pod refused for quota is retried this often, and the runner recreated once it is this old. */
+export const QUOTA_RETRY_MS = 30_000;
+export const QUOTA_RECREATE_AFTER_MS = 10 * 60_000;
+export const POD_ALREADY_EXISTS_REQUEUE_MS = 5_000;
+export const REGISTRATION_RETRY_MS = 500;
+
+export interface EphemeralRunnerReconcilerOptions {
+  /**
+   * Grace period for deleting a runner pod whose containers have all exited. Zero by default, so the
+   * pod leaves the API as the delete is issued instead of sitting in Terminating while the kubelet
+   * tears down the sandbox, holding its name, its scheduling slot and its share of any ResourceQuota
+   * from the runner waiting to replace it. A negative value leaves the pod's own grace period. Pods
+   * with anything still running are always deleted gracefully.
+   */
+  terminatedPodGracePeriodSeconds?: number;
+  /** Pod failures after which the EphemeralRunner is deleted so its set recreates it. */
+  maxFailures?: number;
+  failureBackoffBaseMs?: number;
+  /** Put in the runner's User-Agent. */
+  userAgent: string;
+}
+
+export interface EphemeralRunnerReconcilerDeps {
+  /** Writes, and the uncached reads of secrets (which are never cached, as upstream). */
+  client: KubeApi;
+  /** The informer cache, for EphemeralRunners and their pods. */
+  cache: Reader;
+  /** Uncached reads where the cache is not safe evidence; without it those branches refuse to act. */
+  apiReader?: Reader;
+  actions: ActionsClientProvider;
+  unregistrations: Pick<UnregistrationQueue, 'push'>;
+  phaseMetrics?: EphemeralRunnerPhaseMetrics;
+  events?: Pick<EventRecorder, 'record'>;
+  podMutators?: RunnerPodMutator[];
+  observers?: RunnerLifecycleObserver[];
+  logger: Logger;
+  now?: () => number;
+}
+
+/** The dependencies and the settings with their defaults applied. */
+export interface RunnerContext {
+  deps: EphemeralRunnerReconcilerDeps;
+  now: () => number;
+  gracePeriodSeconds: number;
+  maxFailures: number;
+  backoffBaseMs: number;
+  userAgent: string;
+}
+
+export const done: Result = {};
+export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+
+export function hasFinalizer(runner: EphemeralRunner, finalizer: string): boolean {
+  return runner.metadata?.finalizers?.includes(finalizer) ?? false;
+}
+
+export function removeFinalizer(runner: EphemeralRunner, finalizer: string): boolean {
+  const finalizers = runner.metadata?.finalizers ?? [];
+  if (!finalizers.includes(finalizer)) return false;
+  runner.metadata = { ...runner.metadata, finalizers: finalizers.filter((f) => f !== finalizer) };
+  return true;
+}
+
+export function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function runnerKey(runner: EphemeralRunner): string {
+  return `${runner.metadata?.namespace}/${runner.metadata?.name}`;
+}

@@ -1,0 +1,135 @@
+import { ConfigurableModuleBuilder, Global, Inject, Injectable, Module, OnModuleInit } from '@nestjs/common';
+import { SchedulerRegistry, ScheduleModule } from '@nestjs/schedule';
+import { Registry } from 'prom-client';
+import { KubeClient, LeaderSchedule, Manager } from '@aro/kube';
+import { LOGGER, Logger } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
+import { OrphanRegistrationSweep } from './orphan-sweep';
+import { UnregistrationQueue, actionsClientsFrom } from './unregistration-queue';
+
+export interface UnregistrationModuleOptions {
+  /** Namespace whose scale sets the sweep looks at; '' or undefined for all. */
+  namespace?: string;
+  /** Concurrent removals. Default 4. */
+  workers?: number;
+  /** How long a shutdown gives queued removals. Default 10 s. */
+  drainTimeoutMs?: number;
+  /** Retry of a removal the service refused because the runner is executing a job. Default 30 s. */
+  jobStillRunningRetryMs?: number;
+  /** Orphan sweep period. Default 10 min. */
+  orphanSweepIntervalMs?: number;
+  /** How long a registration is seen without a runner before it is removed. Default 2 min. */
+  orphanGraceMs?: number;
+}
+
+export const {
+  ConfigurableModuleClass: UnregistrationConfigurableModule,
+  MODULE_OPTIONS_TOKEN: UNREGISTRATION_MODULE_OPTIONS,
+} = new ConfigurableModuleBuilder<UnregistrationModuleOptions>({ moduleName: 'Unregistration' })
+  .setClassMethodName('forRoot')
+  .build();
+
+/**
+ * Puts the queue's workers and the sweep's schedule under the manager: both leader-only. The sweep
+ * runs through the SchedulerRegistry (timeout `orphan-registration-sweep`) from the moment this
+ * replica leads until it stops leading.
+ */
+@Injectable()
+export class UnregistrationRegistration implements OnModuleInit {
+  /** The sweep's schedule; exposed so tests and health checks can see whether a pass is scheduled. */
+  readonly sweepSchedule: LeaderSchedule;
+
+  constructor(
+    private readonly manager: Manager,
+    private readonly queue: UnregistrationQueue,
+    sweep: OrphanRegistrationSweep,
+    scheduler: SchedulerRegistry,
+    @Inject(LOGGER) logger: Logger,
+  ) {
+    const log = logger.child({ component: 'orphan-registration-sweep' });
+    this.sweepSchedule = new LeaderSchedule(
+      scheduler,
+      {
+        name: sweep.name,
+        runOnce: async (signal) => {
+          try {
+            await sweep.sweepOnce(signal);
+          } catch (err) {
+            if (!signal.aborted) log.error('Orphan registration sweep failed', err);
+          }
+          return sweep.nextPassDelayMs();
+        },
+      },
+      log,
+    );
+  }
+
+  onModuleInit(): void {
+    this.manager.add(this.queue);
+    this.manager.add(this.sweepSchedule);
+  }
+}
+
+/**
+ * Removing runner registrations from the Actions service, out of the reconcile loop: the
+ * {@link UnregistrationQueue} the EphemeralRunner reconciler hands removals to, and the
+ * {@link OrphanRegistrationSweep}, which finds the registrations no runner holds (after a crash, a lost
+ * leadership, a removal given up). Global, so any controller module injects the queue.
+ */
+@Global()
+@Module({
+  imports: [ScheduleModule.forRoot()],
+  providers: [
+    {
+      provide: UnregistrationQueue,
+      inject: [UNREGISTRATION_MODULE_OPTIONS, SecretResolver, LOGGER, Registry],
+      useFactory: (
+        opts: UnregistrationModuleOptions,
+        resolver: SecretResolver,
+        logger: Logger,
+        registry: Registry,
+      ) =>
+        new UnregistrationQueue({
+          actions: actionsClientsFrom(resolver),
+          logger: logger.child({ component: 'runner-unregistration' }),
+          workers: opts.workers,
+          drainTimeoutMs: opts.drainTimeoutMs,
+          jobStillRunningRetryMs: opts.jobStillRunningRetryMs,
+          registry,
+        }),
+    },
+    {
+      provide: OrphanRegistrationSweep,
+      inject: [
+        UNREGISTRATION_MODULE_OPTIONS,
+        KubeClient,
+        SecretResolver,
+        UnregistrationQueue,
+        LOGGER,
+        Registry,
+      ],
+      useFactory: (
+        opts: UnregistrationModuleOptions,
+        client: KubeClient,
+        resolver: SecretResolver,
+        queue: UnregistrationQueue,
+        logger: Logger,
+        registry: Registry,
+      ) =>
+        new OrphanRegistrationSweep({
+          // Uncached: the sweep's verdict must not rest on a cache that lags behind a create.
+          reader: client,
+          actions: actionsClientsFrom(resolver),
+          queue,
+          logger: logger.child({ component: 'orphan-registration-sweep' }),
+          namespace: opts.namespace || undefined,
+          intervalMs: opts.orphanSweepIntervalMs,
+          graceMs: opts.orphanGraceMs,
+          registry,
+        }),
+    },
+    UnregistrationRegistration,
+  ],
+  exports: [UnregistrationQueue, OrphanRegistrationSweep, UnregistrationRegistration],
+})
+export class UnregistrationModule extends UnregistrationConfigurableModule {}

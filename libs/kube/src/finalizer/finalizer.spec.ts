@@ -1,0 +1,60 @@
+import { PodKind } from '../client/kinds';
+import type { KubeObject } from '../client/types';
+import { FakeKubeClient } from '../testing';
+import { finalizer, finalizerState, released } from './finalizer';
+
+const names = { name: 'example.com/cleanup', also: ['example.com/registration'] };
+
+function setup() {
+  const kube = new FakeKubeClient();
+  const write = (obj: KubeObject, patch: object) =>
+    kube.mergePatch<KubeObject>(PodKind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', patch);
+  const read = () => kube.peek<KubeObject>(PodKind, 'ns', 'x');
+  return { kube, write, read };
+}
+
+describe('finalizer()', () => {
+  it('adds the finalizers of a live object, then applies in the same pass', async () => {
+    const { kube, write, read } = setup();
+    const obj = kube.seed(PodKind, { metadata: { namespace: 'ns', name: 'x', finalizers: ['other'] } });
+    expect(finalizerState(obj, names)).toBe('add');
+    let applied: KubeObject | undefined;
+    await finalizer(names, obj, write, {
+      apply: async (o) => ((applied = o), {}),
+      cleanup: async () => released(),
+    });
+    expect(read()?.metadata?.finalizers).toEqual(['other', names.name, ...names.also]);
+    expect(applied?.metadata?.finalizers).toEqual(read()?.metadata?.finalizers);
+  });
+
+  it('keeps the finalizer while cleanup asks to look again, and drops it once released', async () => {
+    const { kube, write, read } = setup();
+    kube.seed(PodKind, { metadata: { namespace: 'ns', name: 'x', finalizers: [names.name, 'other'] } });
+    await kube.delete(PodKind, 'ns', 'x');
+    const deleting = read()!;
+    expect(finalizerState(deleting, names)).toBe('cleanup');
+    const handlers = { apply: async () => ({}), cleanup: async () => ({ requeueAfterMs: 30_000 }) };
+    expect(await finalizer(names, deleting, write, handlers)).toEqual({ requeueAfterMs: 30_000 });
+    expect(read()?.metadata?.finalizers).toContain(names.name);
+
+    await finalizer(names, read()!, write, { ...handlers, cleanup: async () => released() });
+    expect(read()?.metadata?.finalizers).toEqual(['other']);
+  });
+
+  it('lets the object go when the last finalizer is released, and does nothing once it is gone', async () => {
+    const { kube, write, read } = setup();
+    kube.seed(PodKind, { metadata: { namespace: 'ns', name: 'x', finalizers: [names.name, ...names.also] } });
+    await kube.delete(PodKind, 'ns', 'x');
+    const deleting = read()!;
+    await finalizer(names, deleting, write, {
+      apply: async () => ({}),
+      cleanup: async () => released(names.also),
+    });
+    expect(read()).toBeUndefined();
+    // Replaying the same (stale) object: the removal meets NotFound, which counts as done.
+    await expect(
+      finalizer(names, deleting, write, { apply: async () => ({}), cleanup: async () => released() }),
+    ).resolves.toEqual({});
+    expect(finalizerState({ metadata: { deletionTimestamp: new Date() } }, names)).toBe('gone');
+  });
+});

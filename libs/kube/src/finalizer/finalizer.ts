@@ -1,0 +1,112 @@
+import type { KubeObject } from '../client/types';
+import { isNotFound } from '../client/errors';
+import type { Result } from '../controller/types';
+import { LazyCopy } from '../patch/lazy-copy';
+
+/**
+ * Where an object stands with respect to a controller's finalizer, which decides what a reconcile does:
+ * - `add`: live, and the finalizer (or one it comes with) is missing: add it before acting;
+ * - `apply`: live and finalized: drive it towards its spec;
+ * - `cleanup`: being deleted with the finalizer on: release what it holds, then drop the finalizer;
+ * - `gone`: being deleted and the finalizer already dropped: nothing left for this controller.
+ */
+export type FinalizerState = 'add' | 'apply' | 'cleanup' | 'gone';
+
+/** The finalizer a controller owns, and others it adds in the same write (released on their own). */
+export interface FinalizerNames {
+  name: string;
+  also?: readonly string[];
+}
+
+function has(obj: KubeObject, finalizer: string): boolean {
+  return obj.metadata?.finalizers?.includes(finalizer) ?? false;
+}
+
+export function finalizerState(obj: KubeObject, names: FinalizerNames): FinalizerState {
+  if (obj.metadata?.deletionTimestamp) return has(obj, names.name) ? 'cleanup' : 'gone';
+  return [names.name, ...(names.also ?? [])].every((f) => has(obj, f)) ? 'apply' : 'add';
+}
+
+/** A cleanup that finished: the finalizer goes, with any of `alsoRemove` still on the object. */
+export interface Released {
+  readonly released: true;
+  readonly alsoRemove: readonly string[];
+}
+
+export function released(alsoRemove: readonly string[] = []): Released {
+  return { released: true, alsoRemove };
+}
+
+function isReleased(value: Result | Released): value is Released {
+  return (value as Released).released === true;
+}
+
+export interface FinalizerHandlers<T extends KubeObject> {
+  /** A live object that carries the finalizers. */
+  apply(obj: T): Promise<Result>;
+  /**
+   * An object being deleted that still carries the finalizer. Return {@link released} once everything
+   * it held is released, or a Result (requeue) to keep the finalizer and look again.
+   */
+  cleanup(obj: T): Promise<Result | Released>;
+}
+
+/**
+ * Writes a finalizer change: `patch` is a merge patch of `metadata.finalizers` computed from `obj` as
+ * read. The controller's own patch function, so its bookkeeping (own-write tracking) sees the write.
+ */
+export type FinalizerWriter<T extends KubeObject> = (
+  obj: T,
+  patch: object,
+  step: 'add' | 'remove',
+) => Promise<T>;
+
+/**
+ * The finalizer state machine, as kube-rs's `finalizer()`: one call per reconcile decides from
+ * {@link finalizerState} whether to add the finalizer, apply, clean up, or do nothing.
+ *
+ * Two choices differ from kube-rs, both to save API calls on the hot path. Adding the finalizer does
+ * not end the reconcile: `apply` runs at once on the patched object (its own event comes back and
+ * finds nothing to do). And the finalizers a cleanup asks to drop with the main one go in the same
+ * write. Removing the finalizer of an object that is already gone counts as done.
+ */
+export async function finalizer<T extends KubeObject>(
+  names: FinalizerNames,
+  obj: T,
+  write: FinalizerWriter<T>,
+  handlers: FinalizerHandlers<T>,
+): Promise<Result> {
+  switch (finalizerState(obj, names)) {
+    case 'gone':
+      return {};
+    case 'apply':
+      return handlers.apply(obj);
+    case 'add': {
+      const copy = new LazyCopy(obj);
+      const finalizers = new Set(obj.metadata?.finalizers ?? []);
+      for (const f of [names.name, ...(names.also ?? [])]) finalizers.add(f);
+      copy.mutate().metadata = { ...obj.metadata, finalizers: [...finalizers] };
+      const patch = copy.mergePatch();
+      return handlers.apply(patch ? await write(obj, patch, 'add') : obj);
+    }
+    case 'cleanup': {
+      const outcome = await handlers.cleanup(obj);
+      if (!isReleased(outcome)) return outcome;
+      const drop = new Set([names.name, ...outcome.alsoRemove]);
+      const copy = new LazyCopy(obj);
+      copy.mutate().metadata = {
+        ...obj.metadata,
+        finalizers: (obj.metadata?.finalizers ?? []).filter((f) => !drop.has(f)),
+      };
+      const patch = copy.mergePatch();
+      if (patch) {
+        try {
+          await write(obj, patch, 'remove');
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+      return {};
+    }
+  }
+}
