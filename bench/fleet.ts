@@ -5,7 +5,7 @@
  * through a job (the benchmark plays the kubelet and the listener), then prints and writes figures;
  * it asserts nothing (timings on a shared 2-core machine are not pass/fail material).
  *
- *   npm run bench -- [--sizes 100,500,1000] [--concurrency 2] [--idle 1000] [--burst 100]
+ *   npm run bench -- [--sizes 100,500,1000] [--concurrency 2] [--idle 1000] [--burst 100] [--node-options '...']
  *
  * Requests are counted from the apiserver's audit log by user (the controller runs as its own user),
  * because apiserver_request_total has no user label and the benchmark's own requests would blur it.
@@ -51,10 +51,12 @@ interface Args {
   concurrency: number;
   idle: number;
   burst: number;
+  /** Node flags for the controller process, e.g. `--max-semi-space-size=1`, to compare settings. */
+  nodeOptions: string;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { sizes: [100, 500, 1000], concurrency: 2, idle: 0, burst: 100 };
+  const args: Args = { sizes: [100, 500, 1000], concurrency: 2, idle: 0, burst: 100, nodeOptions: '' };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1] ?? '';
     switch (argv[i]) {
@@ -71,6 +73,10 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--idle':
         args.idle = Number(value);
+        i++;
+        break;
+      case '--node-options':
+        args.nodeOptions = value;
         i++;
         break;
       case '--burst':
@@ -223,6 +229,7 @@ async function startController(
   kubeconfigPath: string,
   namespace: string,
   concurrency: number,
+  nodeOptions: string,
 ): Promise<ControllerProcess> {
   const port = await freePort();
   const began = Date.now();
@@ -230,6 +237,7 @@ async function startController(
     cwd: root,
     env: {
       PATH: process.env.PATH,
+      NODE_OPTIONS: nodeOptions,
       KUBECONFIG: kubeconfigPath,
       WATCH_NAMESPACE: namespace,
       LEADER_ELECTION: 'false',
@@ -419,7 +427,7 @@ async function main(): Promise<void> {
       void runnerInformer.start();
       await Promise.all([podInformer.waitForSync(), runnerInformer.waitForSync()]);
 
-      const controller = await startController(kubeconfigPath, namespace, args.concurrency);
+      const controller = await startController(kubeconfigPath, namespace, args.concurrency, args.nodeOptions);
       try {
         const idleMarks = { toPod: [] as number[], toGone: [] as number[], lastPodAt: { t: 0 } };
         if (mode.idle) {
@@ -529,7 +537,7 @@ function report(
     ].join(' | '),
   );
   const lines = [
-    `ARO fleet benchmark: compiled controller, ${args.concurrency} concurrent reconciles, Node ${process.version}, ${new Date().toISOString()}`,
+    `ARO fleet benchmark: compiled controller, ${args.concurrency} concurrent reconciles, Node ${process.version}${args.nodeOptions ? ` (${args.nodeOptions})` : ''}, ${new Date().toISOString()}`,
     '',
     '| runners | all pods (s) | created->pod p50/p95/p99 (ms) | lifecycle p50/p95/p99 (ms) | writes/runner (of 10) | reads/runner | secret reads/runner (of 2) | Actions calls/runner (of 1) | RSS idle / peak (MiB) | CPU (s) | ready (ms, of 1000) |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
