@@ -31,6 +31,8 @@ export interface ControlPlaneInfo {
   garbageCollector: boolean;
   crds: InstalledCrd[];
   pids: { etcd: number; kubeApiserver: number; kubeControllerManager?: number; reaper: number };
+  /** The apiserver's audit log (JSON lines, one per request), when started with `auditLog`. */
+  auditLogPath?: string;
 }
 
 export interface ControlPlaneOptions {
@@ -50,9 +52,38 @@ export interface ControlPlaneOptions {
   binaries?: ControlPlaneBinaries;
   /** Run without kube-controller-manager even when its binary is there. */
   withoutControllerManager?: boolean;
+  /**
+   * Write an audit log of every request at Metadata level (who, verb, resource), so a benchmark can count
+   * one client's requests exactly: apiserver_request_total has no user label.
+   */
+  auditLog?: boolean;
 }
 
 const INFO_FILE = 'control-plane.json';
+const AUDIT_LOG = 'audit.log';
+
+/** Metadata-level audit of every request, written in batches so the log costs the apiserver little. */
+function auditArgs(runDir: string): string[] {
+  const policyPath = join(runDir, 'audit-policy.yaml');
+  writeFileSync(
+    policyPath,
+    [
+      'apiVersion: audit.k8s.io/v1',
+      'kind: Policy',
+      'omitStages: [RequestReceived]',
+      'rules:',
+      '- level: Metadata',
+      '',
+    ].join('\n'),
+  );
+  return [
+    `--audit-policy-file=${policyPath}`,
+    `--audit-log-path=${join(runDir, AUDIT_LOG)}`,
+    '--audit-log-format=json',
+    '--audit-log-mode=batch',
+    '--audit-log-maxsize=0',
+  ];
+}
 const START_ATTEMPTS = 5;
 
 /**
@@ -354,6 +385,7 @@ export class ControlPlane {
         // The `kubernetes` Service's endpoints would point at 127.0.0.1, which Endpoints validation refuses,
         // so the reconciler would log an error every few seconds for nothing.
         '--endpoint-reconciler-type=none',
+        ...(options.auditLog ? auditArgs(runDir) : []),
       ]);
       const kubeconfigPath = join(runDir, 'kubeconfig');
       writeKubeconfig(kubeconfigPath, server, servingCa.certPath, admin.certPath, admin.keyPath);
@@ -414,6 +446,7 @@ export class ControlPlane {
       }
 
       const info: ControlPlaneInfo = {
+        ...(options.auditLog ? { auditLogPath: join(runDir, AUDIT_LOG) } : {}),
         runDir,
         kubeconfigPath,
         server,

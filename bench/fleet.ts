@@ -1,0 +1,574 @@
+/**
+ * The EphemeralRunner controller at fleet scale, measured as production runs it: the compiled app
+ * (`npm run build`) in a process of its own against a real kube-apiserver + etcd and the Actions
+ * simulator. For each size N it starts a fresh controller, creates N runners at once and pushes each
+ * through a job (the benchmark plays the kubelet and the listener), then prints and writes figures;
+ * it asserts nothing (timings on a shared 2-core machine are not pass/fail material).
+ *
+ *   npm run bench -- [--sizes 100,500,1000] [--concurrency 2] [--idle 1000] [--burst 100] [--node-options '...']
+ *
+ * Requests are counted from the apiserver's audit log by user (the controller runs as its own user),
+ * because apiserver_request_total has no user label and the benchmark's own requests would blur it.
+ * Memory and CPU are read from /proc for the controller's pid: its RSS is its own, not the benchmark's.
+ * `--idle N` adds a second mode: a burst of `--burst` runners while N runners sit idle (informers full).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunnerKind, type EphemeralRunner, type EphemeralRunnerSpec } from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import { Informer, KubeClient, NamespaceKind, PodKind, SecretKind } from '@aro/kube';
+import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../apps/simulator/src';
+
+import {
+  ControlPlane,
+  kubeConfigForUser,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+} from '../test/harness';
+import { CRD_PATHS } from '../test/harness/global-setup';
+
+const root = resolve(__dirname, '..');
+const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
+const CONTROLLER_USER = 'aro-controller';
+const GITHUB_SECRET = 'github-config-secret';
+
+/** The budget of issue #14, per successful runner. */
+const BUDGET = {
+  writesPerRunner: 10,
+  actionsCallsPerRunner: 1,
+  secretReadsPerRunner: 2,
+  idleRssMiB: 90,
+  rss500MiB: 120,
+  readyMs: 1_000,
+};
+
+interface Args {
+  sizes: number[];
+  concurrency: number;
+  idle: number;
+  burst: number;
+  /** Node flags for the controller process, e.g. `--max-semi-space-size=1`, to compare settings. */
+  nodeOptions: string;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { sizes: [100, 500, 1000], concurrency: 2, idle: 0, burst: 100, nodeOptions: '' };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1] ?? '';
+    switch (argv[i]) {
+      case '--sizes':
+        args.sizes = value
+          .split(',')
+          .map(Number)
+          .filter((n) => n > 0);
+        i++;
+        break;
+      case '--concurrency':
+        args.concurrency = Number(value);
+        i++;
+        break;
+      case '--idle':
+        args.idle = Number(value);
+        i++;
+        break;
+      case '--node-options':
+        args.nodeOptions = value;
+        i++;
+        break;
+      case '--burst':
+        args.burst = Number(value);
+        i++;
+        break;
+      default:
+        throw new Error(`unknown argument ${argv[i]}; see the comment at the top of bench/fleet.ts`);
+    }
+  }
+  return args;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Peak RSS and CPU time of a process, sampled from /proc every 100 ms. */
+class ProcessSampler {
+  peakRssKiB = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly pid: number) {
+    this.timer = setInterval(() => this.sample(), 100);
+  }
+
+  sample(): void {
+    try {
+      const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'));
+      this.peakRssKiB = Math.max(this.peakRssKiB, Number(rss?.[1] ?? 0));
+    } catch {
+      // The process has exited; the last sample stands.
+    }
+  }
+
+  /** User + system CPU seconds so far (fields 14 and 15 of /proc/pid/stat, in clock ticks of 10 ms). */
+  cpuSeconds(): number {
+    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** Requests one user made, as `verb resource[/subresource]` -> count, from the audit log past `fromLine`. */
+async function auditCounts(
+  path: string,
+  user: string,
+  fromLine: number,
+): Promise<{ counts: Map<string, number>; lines: number }> {
+  const counts = new Map<string, number>();
+  let lines = 0;
+  const rl = createInterface({ input: createReadStream(path) });
+  for await (const line of rl) {
+    if (lines++ < fromLine || !line.includes(`"username":"${user}"`)) continue;
+    const event = JSON.parse(line) as {
+      verb: string;
+      stage: string;
+      user: { username: string };
+      objectRef?: { resource?: string; subresource?: string };
+    };
+    if (event.stage !== 'ResponseComplete' || event.user.username !== user) continue;
+    const ref = event.objectRef;
+    const key = `${event.verb} ${ref?.resource ?? '(non-resource)'}${ref?.subresource ? `/${ref.subresource}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return { counts, lines };
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** Resolves `until` for a name whenever the informer's copy of it satisfies a condition. */
+class Waiters<T extends { metadata?: { name?: string } }> {
+  private readonly pending = new Map<
+    string,
+    Array<{ test: (o: T | undefined) => boolean; done: () => void }>
+  >();
+
+  constructor(
+    private readonly informer: Informer<T>,
+    private readonly namespace: string,
+  ) {
+    informer.addEventHandler((e) => this.check(e.object.metadata?.name ?? ''));
+  }
+
+  until(name: string, test: (o: T | undefined) => boolean): Promise<void> {
+    if (test(this.informer.get(this.namespace, name))) return Promise.resolve();
+    return new Promise((done) => {
+      const list = this.pending.get(name) ?? [];
+      list.push({ test, done });
+      this.pending.set(name, list);
+    });
+  }
+
+  private check(name: string): void {
+    const list = this.pending.get(name);
+    if (!list) return;
+    const object = this.informer.get(this.namespace, name);
+    const left = list.filter((w) => {
+      if (!w.test(object)) return true;
+      w.done();
+      return false;
+    });
+    if (left.length > 0) this.pending.set(name, left);
+    else this.pending.delete(name);
+  }
+}
+
+/** At most `limit` of the benchmark's own writes at once, so the player does not swamp the apiserver. */
+function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const queue: Array<() => void> = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (running >= limit) await new Promise<void>((r) => queue.push(r));
+    running++;
+    try {
+      return await fn();
+    } finally {
+      running--;
+      queue.shift()?.();
+    }
+  };
+}
+
+interface ControllerProcess {
+  child: ChildProcess;
+  sampler: ProcessSampler;
+  readyMs: number;
+  idleRssKiB: number;
+  stop(): Promise<void>;
+}
+
+async function startController(
+  kubeconfigPath: string,
+  namespace: string,
+  concurrency: number,
+  nodeOptions: string,
+): Promise<ControllerProcess> {
+  const port = await freePort();
+  const began = Date.now();
+  const child = spawn(process.execPath, [controllerMain], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      NODE_OPTIONS: nodeOptions,
+      KUBECONFIG: kubeconfigPath,
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION: 'false',
+      PROBE_PORT: String(port),
+      PROBE_BIND_ADDRESS: '127.0.0.1',
+      MAX_CONCURRENT_RECONCILES: String(concurrency),
+      LOG_LEVEL: 'warn',
+      ORPHAN_SWEEP_INTERVAL_SECONDS: '3600',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const sampler = new ProcessSampler(child.pid ?? 0);
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`the controller exited with ${child.exitCode} before it was ready`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() - began > 120_000) throw new Error('the controller was not ready within 120 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const readyMs = Date.now() - began;
+  // Idle: ready, caches synced, nothing to do; let start-up garbage settle before reading.
+  await new Promise((r) => setTimeout(r, 3_000));
+  sampler.sample();
+  const idleRssKiB = sampler.peakRssKiB;
+  return {
+    child,
+    sampler,
+    readyMs,
+    idleRssKiB,
+    async stop() {
+      sampler.stop();
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+interface SizeResult {
+  size: number;
+  readyMs: number;
+  idleRssMiB: number;
+  peakRssMiB: number;
+  cpuSeconds: number;
+  allPodsMs: number;
+  toPod: { p50: number; p95: number; p99: number };
+  lifecycle: { p50: number; p95: number; p99: number };
+  writesPerRunner: number;
+  readsPerRunner: number;
+  secretReadsPerRunner: number;
+  actionsCallsPerRunner: number;
+  requestsPerRunner: Record<string, number>;
+}
+
+class Bench {
+  private readonly kube: KubeClient;
+  private readonly run = limiter(32);
+  private counter = 0;
+
+  constructor(
+    cp: ControlPlane,
+    private readonly sim: RunningSimulator,
+    private readonly namespace: string,
+    private readonly scaleSetId: number,
+    private readonly pods: Waiters<V1Pod>,
+    private readonly runners: Waiters<EphemeralRunner>,
+  ) {
+    this.kube = new KubeClient(cp.kubeConfig());
+  }
+
+  async createRunner(name: string): Promise<void> {
+    const spec: EphemeralRunnerSpec = {
+      githubConfigUrl: this.sim.configUrl({ org: 'octo' }),
+      githubConfigSecret: GITHUB_SECRET,
+      runnerScaleSetId: this.scaleSetId,
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'runner',
+            image: 'ghcr.io/actions/actions-runner:latest',
+            command: ['/home/runner/run.sh'],
+          },
+        ],
+      },
+    };
+    await this.run(() =>
+      this.kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+        metadata: { name, namespace: this.namespace },
+        spec,
+      }),
+    );
+  }
+
+  /** Created -> pod -> registered -> job -> exit 0 -> gone, as the kubelet and the listener would drive it. */
+  async lifecycle(
+    name: string,
+    marks: { toPod: number[]; toGone: number[]; lastPodAt: { t: number } },
+    jobs = true,
+  ): Promise<void> {
+    const t0 = Date.now();
+    await this.createRunner(name);
+    await this.pods.until(name, (p) => p !== undefined);
+    marks.toPod.push(Date.now() - t0);
+    marks.lastPodAt.t = Math.max(marks.lastPodAt.t, Date.now());
+    await this.run(() => runnerContainerRunning(this.namespace, name));
+    await this.runners.until(name, (r) => r?.status?.phase === 'Pending' && (r.status.runnerId ?? 0) > 0);
+    if (!jobs) return;
+    await this.run(() =>
+      this.kube.mergePatchStatus(EphemeralRunnerKind, this.namespace, name, {
+        status: { jobId: `job-${name}` },
+      }),
+    );
+    await this.runners.until(name, (r) => r?.status?.phase === 'Running');
+    this.sim.runnerExited(name, 0);
+    await this.run(() => runnerContainerTerminated(this.namespace, name, 0, { phase: 'Succeeded' }));
+    await this.runners.until(name, (r) => r === undefined);
+    marks.toGone.push(Date.now() - t0);
+  }
+
+  nextName(prefix: string): string {
+    return `${prefix}-${++this.counter}`;
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (!existsSync(controllerMain)) {
+    throw new Error(`${controllerMain} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
+  }
+  const cp = await ControlPlane.start({
+    crdPaths: CRD_PATHS,
+    withoutControllerManager: true,
+    auditLog: true,
+    log: () => undefined,
+  });
+  process.env.ARO_TEST_CONTROL_PLANE = cp.infoPath;
+  process.env.ARO_TEST_KUBECONFIG = cp.info.kubeconfigPath;
+  const sim = await startSimulator({ seed: { timing: { autoStartJobs: false } } });
+  const results: SizeResult[] = [];
+  let idleResult:
+    | {
+        idle: number;
+        burst: number;
+        lifecycle: { p50: number; p95: number };
+        baseline: { p50: number; p95: number };
+      }
+    | undefined;
+  try {
+    const admin = new KubeClient(cp.kubeConfig());
+    const controllerKc = await kubeConfigForUser(CONTROLLER_USER, ['system:masters']);
+    const kubeconfigPath = join(cp.info.runDir, 'controller.kubeconfig');
+    writeFileSync(kubeconfigPath, controllerKc.exportConfig());
+    const scaleSet = await new MultiClient({ retry: { maxRetries: 0 } })
+      .getClientFor({
+        configUrl: sim.configUrl({ org: 'octo' }),
+        namespace: 'bench',
+        credentials: { kind: 'pat', token: DEFAULT_PAT },
+      })
+      .createRunnerScaleSet({ name: `bench-${Date.now()}`, runnerGroupId: 1 });
+
+    const runSize = async (
+      size: number,
+      mode: { idle?: number } = {},
+    ): Promise<SizeResult & { lifecycles: number[] }> => {
+      const namespace = `bench-${size}-${mode.idle ?? 0}`;
+      await admin.create<V1Namespace>(NamespaceKind, { metadata: { name: namespace } });
+      await admin.create<V1Secret>(SecretKind, {
+        metadata: { name: GITHUB_SECRET, namespace },
+        stringData: { github_token: DEFAULT_PAT },
+      });
+      const podInformer = new Informer<V1Pod>(admin, PodKind, { namespace });
+      const runnerInformer = new Informer<EphemeralRunner>(admin, EphemeralRunnerKind, { namespace });
+      const bench = new Bench(
+        cp,
+        sim,
+        namespace,
+        scaleSet.id,
+        new Waiters(podInformer, namespace),
+        new Waiters(runnerInformer, namespace),
+      );
+      void podInformer.start();
+      void runnerInformer.start();
+      await Promise.all([podInformer.waitForSync(), runnerInformer.waitForSync()]);
+
+      const controller = await startController(kubeconfigPath, namespace, args.concurrency, args.nodeOptions);
+      try {
+        const idleMarks = { toPod: [] as number[], toGone: [] as number[], lastPodAt: { t: 0 } };
+        if (mode.idle) {
+          await Promise.all(
+            Array.from({ length: mode.idle }, () =>
+              bench.lifecycle(bench.nextName('idle'), idleMarks, false),
+            ),
+          );
+        }
+        await new Promise((r) => setTimeout(r, 2_000)); // the audit log is written in batches
+        const before = await auditCounts(cp.info.auditLogPath!, CONTROLLER_USER, 0);
+        sim.resetCallCounts();
+        const cpuBefore = controller.sampler.cpuSeconds();
+        const marks = { toPod: [] as number[], toGone: [] as number[], lastPodAt: { t: 0 } };
+        const started = Date.now();
+        await Promise.all(Array.from({ length: size }, () => bench.lifecycle(bench.nextName('r'), marks)));
+        await new Promise((r) => setTimeout(r, 3_000));
+        const after = await auditCounts(cp.info.auditLogPath!, CONTROLLER_USER, before.lines);
+        const requestsPerRunner: Record<string, number> = {};
+        let writes = 0;
+        let reads = 0;
+        for (const [key, n] of [...after.counts].sort()) {
+          requestsPerRunner[key] = Number((n / size).toFixed(2));
+          if (WRITE_VERBS.has(key.split(' ')[0] ?? '')) writes += n;
+          else if (!key.startsWith('watch')) reads += n;
+        }
+        const actionsCalls = Object.entries(sim.callCounts())
+          .filter(([route]) => !/registration-token|runner-registration|access_tokens/.test(route))
+          .reduce((sum, [, n]) => sum + n, 0);
+        const ms = (v: number[]): { p50: number; p95: number; p99: number } => ({
+          p50: percentile(v, 50),
+          p95: percentile(v, 95),
+          p99: percentile(v, 99),
+        });
+        return {
+          size,
+          readyMs: controller.readyMs,
+          idleRssMiB: controller.idleRssKiB / 1024,
+          peakRssMiB: controller.sampler.peakRssKiB / 1024,
+          cpuSeconds: controller.sampler.cpuSeconds() - cpuBefore,
+          allPodsMs: marks.lastPodAt.t - started,
+          toPod: ms(marks.toPod),
+          lifecycle: ms(marks.toGone),
+          lifecycles: marks.toGone,
+          writesPerRunner: writes / size,
+          readsPerRunner: reads / size,
+          secretReadsPerRunner: (after.counts.get('get secrets') ?? 0) / size,
+          actionsCallsPerRunner: actionsCalls / size,
+          requestsPerRunner,
+        };
+      } finally {
+        await controller.stop();
+        await podInformer.stop();
+        await runnerInformer.stop();
+      }
+    };
+
+    for (const size of args.sizes) {
+      process.stderr.write(`[bench] ${size} runners...\n`);
+      const { lifecycles: _l, ...result } = await runSize(size);
+      results.push(result);
+      process.stderr.write(`[bench] ${size} runners: ${JSON.stringify(result)}\n`);
+    }
+    if (args.idle > 0) {
+      process.stderr.write(`[bench] burst of ${args.burst} with ${args.idle} idle runners...\n`);
+      const baseline = await runSize(args.burst);
+      const loaded = await runSize(args.burst, { idle: args.idle });
+      idleResult = {
+        idle: args.idle,
+        burst: args.burst,
+        baseline: { p50: baseline.lifecycle.p50, p95: baseline.lifecycle.p95 },
+        lifecycle: { p50: loaded.lifecycle.p50, p95: loaded.lifecycle.p95 },
+      };
+    }
+  } finally {
+    await sim.stop();
+    await cp.stop();
+  }
+  report(args, results, idleResult);
+}
+
+function report(
+  args: Args,
+  results: SizeResult[],
+  idle?: {
+    idle: number;
+    burst: number;
+    lifecycle: { p50: number; p95: number };
+    baseline: { p50: number; p95: number };
+  },
+): void {
+  const ratio = (v: number, budget: number): string =>
+    `${v.toFixed(2)} (${((v / budget) * 100).toFixed(0)}%)`;
+  const rows = results.map((r) =>
+    [
+      r.size,
+      (r.allPodsMs / 1000).toFixed(1),
+      `${r.toPod.p50}/${r.toPod.p95}/${r.toPod.p99}`,
+      `${r.lifecycle.p50}/${r.lifecycle.p95}/${r.lifecycle.p99}`,
+      ratio(r.writesPerRunner, BUDGET.writesPerRunner),
+      r.readsPerRunner.toFixed(2),
+      ratio(r.secretReadsPerRunner, BUDGET.secretReadsPerRunner),
+      ratio(r.actionsCallsPerRunner, BUDGET.actionsCallsPerRunner),
+      `${r.idleRssMiB.toFixed(0)} / ${r.peakRssMiB.toFixed(0)}`,
+      r.cpuSeconds.toFixed(1),
+      ratio(r.readyMs, BUDGET.readyMs),
+    ].join(' | '),
+  );
+  const lines = [
+    `ARO fleet benchmark: compiled controller, ${args.concurrency} concurrent reconciles, Node ${process.version}${args.nodeOptions ? ` (${args.nodeOptions})` : ''}, ${new Date().toISOString()}`,
+    '',
+    '| runners | all pods (s) | created->pod p50/p95/p99 (ms) | lifecycle p50/p95/p99 (ms) | writes/runner (of 10) | reads/runner | secret reads/runner (of 2) | Actions calls/runner (of 1) | RSS idle / peak (MiB) | CPU (s) | ready (ms, of 1000) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+    '',
+    ...results.map(
+      (r) =>
+        `requests per runner at ${r.size}: ${Object.entries(r.requestsPerRunner)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+    ),
+    ...(idle
+      ? [
+          '',
+          `burst of ${idle.burst} while ${idle.idle} runners sit idle: lifecycle p50 ${idle.lifecycle.p50} ms, p95 ${idle.lifecycle.p95} ms` +
+            ` (without them: p50 ${idle.baseline.p50} ms, p95 ${idle.baseline.p95} ms)`,
+        ]
+      : []),
+  ];
+  console.log(lines.join('\n'));
+  const dir = join(root, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${new Date().toISOString().slice(0, 19).replace(/:/g, '-')}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({ node: process.version, args, results, idle, budget: BUDGET }, null, 2),
+  );
+  console.log(`\nwritten to ${file}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
