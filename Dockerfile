@@ -7,12 +7,12 @@
 # `node`), so the image runs on what the tests ran on.
 ARG NODE_VERSION=24.21.0
 
-# Compile with the full dependency set (TypeScript, the Nest CLI).
+# Compile with the full dependency set (TypeScript and tsc-alias).
 FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json nest-cli.json .swcrc ./
+COPY tsconfig.json .swcrc ./
 COPY apps ./apps
 COPY libs ./libs
 RUN npm run build

@@ -60,16 +60,17 @@ export async function ensureImageAppsBuilt(log: (line: string) => void): Promise
     newestSourceMtime(join(REPO_ROOT, 'libs')),
     newestSourceMtime(join(REPO_ROOT, 'apps')),
   );
-  for (const project of imageProjects()) {
+  const stale = imageProjects().some((project) => {
     const main = join(REPO_ROOT, 'dist', 'apps', project, 'apps', project, 'src', 'main.js');
-    if (existsSync(main) && statSync(main).mtimeMs > sources) continue;
-    log(`building ${project} (nest build ${project}) for the image stand-in`);
-    await run(join(REPO_ROOT, 'node_modules', '.bin', 'nest'), ['build', project], {
-      cwd: REPO_ROOT,
-      timeout: 15 * 60_000,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-  }
+    return !existsSync(main) || statSync(main).mtimeMs <= sources;
+  });
+  if (!stale) return;
+  log('building the apps (npm run build) for the image stand-in');
+  await run('npm', ['run', 'build'], {
+    cwd: REPO_ROOT,
+    timeout: 15 * 60_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
 }
 
 export async function freePort(): Promise<number> {
