@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { hostname } from 'node:os';
 import { createLogger } from '@aro/observability';
 import { startListenerApp, StartedListener } from './bootstrap';
 import { ConfigError, LoadedListenerConfig, loadListenerConfig } from './config';
@@ -50,6 +51,8 @@ async function main(): Promise<void> {
   const started = await startListenerApp({
     config,
     logger,
+    // In the pod the hostname is the pod name; POD_NAME (downward API) says so where it is not.
+    owner: process.env.POD_NAME || hostname(),
     onLoopExit: (err) => {
       logger.error('The poll loop stopped by itself; exiting so that a new pod takes over', err);
       void (running.listener?.close() ?? Promise.resolve()).finally(() => process.exit(1));
