@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import type { KubeConfig, V1Role, V1RoleBinding } from '@kubernetes/client-node';
 import type { ListenerConfig } from '@aro/api';
 import {
@@ -8,6 +9,7 @@ import {
   ListenerDefaults,
 } from '@aro/api';
 import { MultiClient } from '@aro/actions';
+import { createLogger } from '@aro/observability';
 import { KubeClient, RoleBindingKind, RoleKind, isNotFound } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import type { TimingOptions } from '../../../apps/simulator/src';
@@ -84,8 +86,8 @@ export interface ListenerFixture {
   ersName: string;
   /** The config.json the listener runs with (as the AutoscalingListener controller would write it). */
   config: ListenerConfig;
-  /** Starts the listener in-process as the listener's Role allows. */
-  start(tuning?: Partial<ListenerTuning>, owner?: string): Promise<StartedListener>;
+  /** Starts the listener in-process as the listener's Role allows; `logs` collects its log lines. */
+  start(tuning?: Partial<ListenerTuning>, owner?: string, logs?: string[]): Promise<StartedListener>;
   ers(): Promise<EphemeralRunnerSet>;
   /** Registers a runner on the simulator and creates its EphemeralRunner (as the controllers would). */
   createRunner(name: string): Promise<EphemeralRunner>;
@@ -149,10 +151,21 @@ export async function listenerFixture(
     scaleSetId,
     ersName,
     config,
-    async start(tuning = {}, owner = `listener-pod-${counter}`) {
+    async start(tuning = {}, owner = `listener-pod-${counter}`, logs) {
+      const logger = logs
+        ? createLogger({
+            level: 'debug',
+            destination: new Writable({
+              write(chunk: Buffer, _enc, done) {
+                logs.push(chunk.toString('utf8'));
+                done();
+              },
+            }),
+          })
+        : testLogger();
       const s = await startListenerApp({
         config: validateListenerConfig(config),
-        logger: testLogger().child({ owner }),
+        logger: logger.child({ owner }),
         kubeConfig: listenerKc,
         tuning: { ...FAST_TUNING, ...tuning },
         owner,
