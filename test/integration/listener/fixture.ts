@@ -84,6 +84,8 @@ export interface ListenerFixture {
   kube: KubeClient;
   scaleSetId: number;
   ersName: string;
+  /** A client configuration with exactly the listener's Role in the namespace. */
+  listenerKubeConfig: KubeConfig;
   /** The config.json the listener runs with (as the AutoscalingListener controller would write it). */
   config: ListenerConfig;
   /** Starts the listener in-process as the listener's Role allows; `logs` collects its log lines. */
@@ -150,6 +152,7 @@ export async function listenerFixture(
     kube,
     scaleSetId,
     ersName,
+    listenerKubeConfig: listenerKc,
     config,
     async start(tuning = {}, owner = `listener-pod-${counter}`, logs) {
       const logger = logs
