@@ -95,9 +95,7 @@ export class PollLoop {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    const opened = await this.guard(signal, () => this.o.session.open(signal));
-    if (!opened) return;
-    await this.guard(signal, () => this.adoptSession(opened));
+    // The first iteration opens the session (and scales to its statistics): see cycle().
     while (!signal.aborted) {
       const result = await this.guard(signal, () => this.cycle(signal));
       this.o.metrics.pollCycles.inc({ result: result ?? 'failed' });
@@ -127,7 +125,7 @@ export class PollLoop {
 
   /** One poll: pending writes first, then the long poll and what it brought. */
   private async cycle(signal: AbortSignal): Promise<'message' | 'empty'> {
-    // A replacement session that could not be opened in recovery is opened here (open() waits out
+    // The first session, or a replacement that could not be opened in recovery (open() waits out
     // conflicts and failures by itself; it only ends early on shutdown).
     if (this.o.session.state !== 'open') await this.adoptSession(await this.o.session.open(signal));
     if (this.o.scaler.hasPending) await this.patchScale(() => this.o.scaler.flushPending());

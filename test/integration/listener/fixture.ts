@@ -42,6 +42,8 @@ export async function startListenerTestSimulator(
         longPollTimeoutMs: 1_000,
         autoStartJobs: true,
         sessionIdleTimeoutMs: 120_000,
+        // Long enough that a job the listener failed to acquire is not rescued by a re-offer in a test.
+        jobReofferMs: 600_000,
         ...timing,
       },
     },

@@ -1,4 +1,3 @@
-import { EphemeralRunnerSetKind } from '@aro/api';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
 import { ListenerFixture, listenerFixture, metricValue, scrape, startListenerTestSimulator } from './fixture';
@@ -121,6 +120,15 @@ describe('The listener against the control plane and the simulator', () => {
       description: 'gha_busy_runners at 1',
     });
     sim.completeJob(job.jobId);
+    // The JobCompleted message still counts the runner, which has not exited yet.
+    await waitFor(
+      async () => {
+        const m = (await scrape(listener)).body;
+        return /gha_completed_jobs_total\{[^}]*\} 1/.test(m) && /gha_registered_runners\{[^}]*\} 1/.test(m);
+      },
+      { description: 'the completion seen with the runner still registered' },
+    );
+    // Its exit sends no message: only re-reading the statistics on idle polls shows it gone.
     sim.runnerExited('runner-b', 0);
     // Nothing happens any more: the next empty polls force convergence to minRunners with patchID 0.
     await fx.waitForSpec((s) => s.replicas === 0 && s.patchID === 0, 'replicas 0 with patchID 0');
@@ -138,7 +146,6 @@ describe('The listener against the control plane and the simulator', () => {
     const m = (await scrape(listener)).body;
     expect(m).toMatch(/gha_completed_jobs_total\{[^}]*job_result="succeeded"\} 1/);
     expect(m).toMatch(/gha_job_execution_duration_seconds_count\{[^}]*\} 1/);
-    void EphemeralRunnerSetKind;
   });
 
   it('acquires nothing at maxRunners 0, and leaves the job for the service to offer elsewhere', async () => {
