@@ -114,12 +114,15 @@ describe('Listener recovery from session and poll faults', () => {
       timeoutMs: 60_000,
     });
     await fx.waitForSpec((s) => s.replicas === 5, 'replicas for the five jobs');
-    expect(sim.faults()).toEqual([]);
+    // Every injected poll fault met a poll, and the listener is still polling and acquiring after them.
+    await waitFor(() => sim.faults().length === 0, { description: 'every injected fault consumed' });
+    const late = sim.enqueueJob({ scaleSetId: fx.scaleSetId });
+    await waitFor(() => acquired(late.jobId), { description: 'a job offered after the faults acquired' });
     const m = (await scrape(listener)).body;
     // The acquire that got a 500 is not repeated by the client (it may have acted); the listener tried again.
     expect(metricValue(m, 'aro_listener_jobs_not_acquired_total{reason="failed"}')).toBeGreaterThanOrEqual(1);
     expect(metricValue(m, 'aro_listener_failures_total{kind="transient"}')).toBeGreaterThanOrEqual(1);
-    expect(metricValue(m, 'aro_listener_jobs_acquired_total')).toBe(5);
+    expect(metricValue(m, 'aro_listener_jobs_acquired_total')).toBe(6);
     expect(sessionOf(fx)).toBeDefined();
   });
 
@@ -128,23 +131,29 @@ describe('Listener recovery from session and poll faults', () => {
     const logs: string[] = [];
     const listener = await fx.start({}, 'rate-limited-listener', logs);
     await waitFor(() => sessionOf(fx!), { description: 'a session' });
+    // Every attempt of one poll (the client's own retries wait the asked second each) gets 429; then
+    // the loop backs off, and the fourth 429 meets its next poll.
     sim.injectFault({
       route: 'GET runnerscalesets/{id}/messages',
       status: 429,
       retryAfterSeconds: 1,
       times: 4,
     });
-    const job = sim.enqueueJob({ scaleSetId: fx.scaleSetId });
-    await waitFor(() => acquired(job.jobId), {
-      description: 'the job acquired after the rate limit',
-      timeoutMs: 60_000,
-    });
-    expect(
-      metricValue((await scrape(listener)).body, 'aro_listener_failures_total{kind="rate-limited"}'),
-    ).toBeGreaterThanOrEqual(1);
+    await waitFor(
+      async () =>
+        (metricValue((await scrape(listener)).body, 'aro_listener_failures_total{kind="rate-limited"}') ??
+          0) >= 1,
+      { description: 'a poll given up as rate limited', timeoutMs: 60_000 },
+    );
     expect(
       logs.some((l) => l.includes('Rate limited') && l.includes(fx!.config.runner_scale_set_name!)),
     ).toBe(true);
+    const job = sim.enqueueJob({ scaleSetId: fx.scaleSetId });
+    await waitFor(() => acquired(job.jobId), {
+      description: 'a job offered after the rate limit acquired',
+      timeoutMs: 60_000,
+    });
+    expect(sim.faults()).toEqual([]);
   });
 
   it('backs off when the service refuses the credentials (403), logging the scale set, then recovers', async () => {
