@@ -37,7 +37,14 @@ describe('The listener against the control plane and the simulator', () => {
     // The session told the service how many runners the set may have.
     expect(sim.sessions().find((s) => s.scaleSetId === fx!.scaleSetId)?.maxCapacity).toBe(10);
 
-    const metrics = (await scrape(listener)).body;
+    // The gauge is set once the patch's answer is back, a moment after the apiserver shows it.
+    const metrics = await waitFor(
+      async () => {
+        const body = (await scrape(listener)).body;
+        return /gha_desired_runners\{[^}]*\} 4/.test(body) ? body : undefined;
+      },
+      { description: 'gha_desired_runners at 4' },
+    );
     expect(
       metricValue(
         metrics,
