@@ -1,0 +1,246 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { MetricsConfig } from '@aro/api';
+import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
+import type { Logger } from '@aro/observability';
+import { parseWorkflowRef } from './workflow-ref';
+
+/** Upstream's label keys (cmd/ghalistener/metrics); a metric carries the subset its config names. */
+export type GhaLabel =
+  | 'name'
+  | 'namespace'
+  | 'enterprise'
+  | 'organization'
+  | 'repository'
+  | 'job_name'
+  | 'job_workflow_ref'
+  | 'job_workflow_name'
+  | 'job_workflow_target'
+  | 'event_name'
+  | 'job_result';
+
+type Labels = Partial<Record<GhaLabel, string>>;
+
+export const GhaMetric = {
+  assignedJobs: 'gha_assigned_jobs',
+  runningJobs: 'gha_running_jobs',
+  registeredRunners: 'gha_registered_runners',
+  busyRunners: 'gha_busy_runners',
+  minRunners: 'gha_min_runners',
+  maxRunners: 'gha_max_runners',
+  desiredRunners: 'gha_desired_runners',
+  idleRunners: 'gha_idle_runners',
+  startedJobsTotal: 'gha_started_jobs_total',
+  completedJobsTotal: 'gha_completed_jobs_total',
+  jobStartupDurationSeconds: 'gha_job_startup_duration_seconds',
+  jobExecutionDurationSeconds: 'gha_job_execution_duration_seconds',
+} as const;
+
+const help: Record<string, string> = {
+  [GhaMetric.startedJobsTotal]: 'Total number of jobs started.',
+  [GhaMetric.completedJobsTotal]: 'Total number of jobs completed.',
+  [GhaMetric.assignedJobs]: 'Number of jobs assigned to this scale set.',
+  [GhaMetric.runningJobs]: 'Number of jobs running (or about to be run).',
+  [GhaMetric.registeredRunners]: 'Number of runners registered by the scale set.',
+  [GhaMetric.busyRunners]: 'Number of registered runners running a job.',
+  [GhaMetric.minRunners]: 'Minimum number of runners.',
+  [GhaMetric.maxRunners]: 'Maximum number of runners.',
+  [GhaMetric.desiredRunners]: 'Number of runners desired by the scale set.',
+  [GhaMetric.idleRunners]: 'Number of registered runners not running a job.',
+  [GhaMetric.jobStartupDurationSeconds]:
+    'Time spent waiting for workflow job to get started on the runner owned by the scale set (in seconds).',
+  [GhaMetric.jobExecutionDurationSeconds]:
+    'Time spent executing workflow jobs by the scale set (in seconds).',
+};
+
+const scaleSetLabels: GhaLabel[] = ['enterprise', 'organization', 'repository', 'name', 'namespace'];
+const jobLabels: GhaLabel[] = ['enterprise', 'organization', 'repository', 'job_name', 'event_name'];
+
+const gaugeNames: readonly string[] = [
+  GhaMetric.assignedJobs,
+  GhaMetric.runningJobs,
+  GhaMetric.registeredRunners,
+  GhaMetric.busyRunners,
+  GhaMetric.minRunners,
+  GhaMetric.maxRunners,
+  GhaMetric.desiredRunners,
+  GhaMetric.idleRunners,
+];
+const counterNames: readonly string[] = [GhaMetric.startedJobsTotal, GhaMetric.completedJobsTotal];
+const histogramNames: readonly string[] = [
+  GhaMetric.jobStartupDurationSeconds,
+  GhaMetric.jobExecutionDurationSeconds,
+];
+
+/** Upstream's default runtime buckets, seconds. */
+export const defaultRuntimeBuckets = [
+  0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100,
+  110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900, 1200, 1800, 2400, 3000, 3600,
+];
+
+/** What is published when the config names no metrics: upstream's default set. */
+export const defaultMetricsConfig: Required<MetricsConfig> = {
+  counters: {
+    [GhaMetric.startedJobsTotal]: { labels: jobLabels },
+    [GhaMetric.completedJobsTotal]: { labels: [...jobLabels, 'job_result'] },
+  },
+  gauges: Object.fromEntries(gaugeNames.map((name) => [name, { labels: scaleSetLabels }])),
+  histograms: {
+    [GhaMetric.jobStartupDurationSeconds]: { labels: jobLabels, buckets: defaultRuntimeBuckets },
+    [GhaMetric.jobExecutionDurationSeconds]: {
+      labels: [...jobLabels, 'job_result'],
+      buckets: defaultRuntimeBuckets,
+    },
+  },
+};
+
+export interface GhaMetricsOptions {
+  registry: Registry;
+  logger: Logger;
+  /** From config.json `metrics`; upstream's default set when absent. */
+  config?: MetricsConfig;
+  scaleSet: { name: string; namespace: string; enterprise: string; organization: string; repository: string };
+}
+
+interface Family<M> {
+  metric: M;
+  labels: GhaLabel[];
+}
+
+const zeroTime = Date.parse('0001-01-01T00:00:00Z');
+
+/** A time field of a job message in ms, or undefined when unset (Go's zero time) or unparsable. */
+function timeMs(value: string | undefined): number | undefined {
+  if (!value) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) || ms <= zeroTime ? undefined : ms;
+}
+
+/**
+ * The listener's `gha_*` metrics, with upstream's names, help texts and labels, so its dashboards
+ * and alerts work unchanged. Only the metrics (and labels) the config names are published; an unknown
+ * name is logged and skipped, as upstream does.
+ */
+export class GhaMetrics {
+  private readonly counters = new Map<string, Family<Counter>>();
+  private readonly gauges = new Map<string, Family<Gauge>>();
+  private readonly histograms = new Map<string, Family<Histogram>>();
+  private readonly scaleSet: Labels;
+
+  constructor(private readonly o: GhaMetricsOptions) {
+    const config = o.config ?? defaultMetricsConfig;
+    this.scaleSet = { ...o.scaleSet };
+    for (const [name, cfg] of Object.entries(config.gauges ?? {})) {
+      if (!this.known(name, 'gauge', gaugeNames)) continue;
+      const labels = cfg.labels as GhaLabel[];
+      this.gauges.set(name, {
+        labels,
+        metric: new Gauge({ name, help: help[name], labelNames: labels, registers: [o.registry] }),
+      });
+    }
+    for (const [name, cfg] of Object.entries(config.counters ?? {})) {
+      if (!this.known(name, 'counter', counterNames)) continue;
+      const labels = cfg.labels as GhaLabel[];
+      this.counters.set(name, {
+        labels,
+        metric: new Counter({ name, help: help[name], labelNames: labels, registers: [o.registry] }),
+      });
+    }
+    for (const [name, cfg] of Object.entries(config.histograms ?? {})) {
+      if (!this.known(name, 'histogram', histogramNames)) continue;
+      const labels = cfg.labels as GhaLabel[];
+      const buckets = cfg.buckets && cfg.buckets.length > 0 ? cfg.buckets : defaultRuntimeBuckets;
+      this.histograms.set(name, {
+        labels,
+        metric: new Histogram({
+          name,
+          help: help[name],
+          labelNames: labels,
+          buckets,
+          registers: [o.registry],
+        }),
+      });
+    }
+  }
+
+  recordStatic(minRunners: number, maxRunners: number): void {
+    this.setGauge(GhaMetric.minRunners, minRunners);
+    this.setGauge(GhaMetric.maxRunners, maxRunners);
+  }
+
+  /** The service's counts; an idle scale set reports zeros, so these gauges fall back to 0. */
+  recordStatistics(s: RunnerScaleSetStatistic): void {
+    this.setGauge(GhaMetric.assignedJobs, s.totalAssignedJobs);
+    this.setGauge(GhaMetric.runningJobs, s.totalRunningJobs);
+    this.setGauge(GhaMetric.registeredRunners, s.totalRegisteredRunners);
+    this.setGauge(GhaMetric.busyRunners, s.totalBusyRunners);
+    this.setGauge(GhaMetric.idleRunners, s.totalIdleRunners);
+  }
+
+  recordDesiredRunners(count: number): void {
+    this.setGauge(GhaMetric.desiredRunners, count);
+  }
+
+  recordJobStarted(job: JobStarted): void {
+    const labels = this.jobLabels(job);
+    this.inc(GhaMetric.startedJobsTotal, labels);
+    const assigned = timeMs(job.scaleSetAssignTime);
+    const started = timeMs(job.runnerAssignTime);
+    if (assigned !== undefined && started !== undefined) {
+      this.observe(GhaMetric.jobStartupDurationSeconds, labels, Math.max(0, started - assigned) / 1000);
+    }
+  }
+
+  /** A job that never reached a runner (cancelled while queued) is not counted, as upstream. */
+  recordJobCompleted(job: JobCompleted): void {
+    const started = timeMs(job.runnerAssignTime);
+    if (started === undefined) return;
+    const labels = { ...this.jobLabels(job), job_result: job.result };
+    this.inc(GhaMetric.completedJobsTotal, labels);
+    const finished = timeMs(job.finishTime);
+    if (finished !== undefined) {
+      this.observe(GhaMetric.jobExecutionDurationSeconds, labels, Math.max(0, finished - started) / 1000);
+    }
+  }
+
+  private known(name: string, kind: string, names: readonly string[]): boolean {
+    if (names.includes(name)) return true;
+    this.o.logger.error('Unknown listener metric in the config; it is not published', undefined, {
+      metric: name,
+      kind,
+    });
+    return false;
+  }
+
+  private jobLabels(job: JobMessageBase): Labels {
+    const ref = parseWorkflowRef(job.jobWorkflowRef ?? '');
+    return {
+      enterprise: this.scaleSet.enterprise,
+      organization: job.ownerName,
+      repository: job.repositoryName,
+      job_name: job.jobDisplayName,
+      job_workflow_ref: job.jobWorkflowRef,
+      job_workflow_name: ref.name,
+      job_workflow_target: ref.target,
+      event_name: job.eventName,
+    };
+  }
+
+  private pick(wanted: GhaLabel[], all: Labels): Record<string, string> {
+    return Object.fromEntries(wanted.map((l) => [l, all[l] ?? '']));
+  }
+
+  private setGauge(name: string, value: number): void {
+    const f = this.gauges.get(name);
+    f?.metric.set(this.pick(f.labels, this.scaleSet), value);
+  }
+
+  private inc(name: string, labels: Labels): void {
+    const f = this.counters.get(name);
+    f?.metric.inc(this.pick(f.labels, labels));
+  }
+
+  private observe(name: string, labels: Labels, value: number): void {
+    const f = this.histograms.get(name);
+    f?.metric.observe(this.pick(f.labels, labels), value);
+  }
+}

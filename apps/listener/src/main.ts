@@ -1,0 +1,69 @@
+import 'reflect-metadata';
+import { hostname } from 'node:os';
+import { createLogger } from '@aro/observability';
+import { startListenerApp, StartedListener } from './bootstrap';
+import { ConfigError, LoadedListenerConfig, loadListenerConfig } from './config';
+
+/**
+ * The listener process (`aro-listener`): reads LISTENER_CONFIG_PATH, runs until SIGTERM/SIGINT, then
+ * stops the loop and deletes its message session before exiting 0. A bad config exits 2 with a
+ * message naming the field; anything else that stops it exits 1, and the AutoscalingListener
+ * controller makes a new pod.
+ */
+async function main(): Promise<void> {
+  let config: LoadedListenerConfig;
+  try {
+    config = loadListenerConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  logger.info('aro-listener starting', {
+    node: process.version,
+    pid: process.pid,
+    scaleSet: config.scaleSetName,
+    scaleSetId: config.scaleSetId,
+    ephemeralRunnerSet: `${config.ephemeralRunnerSetNamespace}/${config.ephemeralRunnerSetName}`,
+    minRunners: config.minRunners,
+    maxRunners: config.maxRunners,
+  });
+  const running: { listener?: StartedListener } = {};
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('Shutting down', { signal });
+    const done = running.listener ? running.listener.close() : Promise.resolve();
+    done.then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error('Shutdown failed', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  const started = await startListenerApp({
+    config,
+    logger,
+    // In the pod the hostname is the pod name; POD_NAME (downward API) says so where it is not.
+    owner: process.env.POD_NAME || hostname(),
+    onLoopExit: (err) => {
+      logger.error('The poll loop stopped by itself; exiting so that a new pod takes over', err);
+      void (running.listener?.close() ?? Promise.resolve()).finally(() => process.exit(1));
+    },
+  });
+  running.listener = started;
+  if (stopping) await started.close().finally(() => process.exit(0));
+  logger.info('Listening for jobs', { port: started.port, metricsEndpoint: config.metricsEndpoint });
+}
+
+main().catch((err: unknown) => {
+  console.error('aro-listener failed to start:', err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

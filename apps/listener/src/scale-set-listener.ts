@@ -1,0 +1,207 @@
+import { hostname } from 'node:os';
+import { Registry } from 'prom-client';
+import { ActionsServiceClient, parseGitHubConfigUrl, userAgentFor } from '@aro/actions';
+import { Clock, KubeClient, systemClock } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { LoadedListenerConfig } from './config';
+import { GhaMetrics } from './gha-metrics';
+import { JobBookkeeping } from './job-bookkeeping';
+import { ListenerMetrics } from './listener-metrics';
+import { PollLoop, QueueApi } from './poll-loop';
+import { PatchClient, Scaler } from './scaler';
+import { MessageSession, SessionApi } from './session';
+import { ListenerTuning, resolveTuning } from './tuning';
+
+export interface ScaleSetListenerOptions {
+  config: LoadedListenerConfig;
+  logger: Logger;
+  registry: Registry;
+  kubeConfig: KubeConfig;
+  tuning?: Partial<ListenerTuning>;
+  /** The session's owner on the service; the pod name (the hostname) by default. */
+  owner?: string;
+  clock?: Clock;
+  /** Seams for the unit tests; the real clients are built from the config otherwise. */
+  actions?: SessionApi & QueueApi & { close?(): Promise<void> };
+  kube?: { scaling: PatchClient; bookkeeping: PatchClient };
+  /** Called when the loop ends by itself (a bug: it only ends on stop()); main exits the process. */
+  onLoopExit?: (err?: unknown) => void;
+}
+
+export interface ListenerHealth {
+  healthy: boolean;
+  reason?: string;
+  sinceLastCycleMs: number;
+}
+
+/**
+ * One scale set's listener: the Actions client, the two Kubernetes clients (scaling and bookkeeping do
+ * not share a connection pool, so one cannot queue behind the other), the session, the scaler, the
+ * bookkeeping worker and the poll loop, with start/stop and the health the probes report.
+ */
+export class ScaleSetListener {
+  readonly session: MessageSession;
+  readonly scaler: Scaler;
+  readonly bookkeeping: JobBookkeeping;
+  readonly loop: PollLoop;
+  readonly metrics: ListenerMetrics;
+  readonly gha: GhaMetrics;
+  private readonly tuning: Required<ListenerTuning>;
+  private readonly clock: Clock;
+  private readonly actions: SessionApi & QueueApi & { close?(): Promise<void> };
+  private readonly kubeClients: KubeClient[] = [];
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+  private lastProgressMs: number;
+  private stopped: Promise<void> | undefined;
+
+  constructor(private readonly o: ScaleSetListenerOptions) {
+    const { config, logger, registry } = o;
+    this.tuning = resolveTuning(o.tuning);
+    this.clock = o.clock ?? systemClock;
+    this.lastProgressMs = this.clock.now();
+    const log = logger.child({ scaleSet: config.scaleSetName, scaleSetId: config.scaleSetId });
+    this.metrics = new ListenerMetrics(registry);
+    const github = parseGitHubConfigUrl(config.configUrl);
+    this.gha = new GhaMetrics({
+      registry,
+      logger: log.child({ component: 'metrics' }),
+      config: config.metrics,
+      scaleSet: {
+        name: config.ephemeralRunnerSetName,
+        namespace: config.ephemeralRunnerSetNamespace,
+        enterprise: github.enterprise ?? '',
+        organization: github.organization ?? '',
+        repository: github.repository ?? '',
+      },
+    });
+    this.gha.recordStatic(config.minRunners, config.maxRunners);
+    this.actions =
+      o.actions ??
+      new ActionsServiceClient({
+        configUrl: config.configUrl,
+        credentials: config.credentials,
+        proxy: config.proxy,
+        rootCAs: config.rootCAs,
+        userAgent: userAgentFor('listener'),
+        requestTimeoutMs: this.tuning.requestTimeoutMs,
+        longPollTimeoutMs: this.tuning.longPollTimeoutMs,
+        retry: { maxRetries: this.tuning.maxRetries },
+        logger: log,
+        registry,
+      });
+    const kube = o.kube ?? {
+      scaling: this.kubeClient('scaler'),
+      bookkeeping: this.kubeClient('bookkeeping'),
+    };
+    this.scaler = new Scaler(kube.scaling, {
+      namespace: config.ephemeralRunnerSetNamespace,
+      name: config.ephemeralRunnerSetName,
+      minRunners: config.minRunners,
+      maxRunners: config.maxRunners,
+      logger: log.child({ component: 'scaler' }),
+      onDesired: (n) => this.gha.recordDesiredRunners(n),
+    });
+    this.bookkeeping = new JobBookkeeping(kube.bookkeeping, {
+      namespace: config.ephemeralRunnerSetNamespace,
+      logger: log.child({ component: 'bookkeeping' }),
+      qps: this.tuning.bookkeepingQps,
+      burst: this.tuning.bookkeepingBurst,
+      clock: this.clock,
+      onQueueDepth: (d) => this.metrics.runnerStatusQueueDepth.set(d),
+      onPatched: (result) => this.metrics.runnerStatusPatches.inc({ result }),
+    });
+    this.session = new MessageSession(this.actions, {
+      scaleSetId: config.scaleSetId,
+      scaleSetName: config.scaleSetName,
+      owner: o.owner ?? hostname(),
+      clock: this.clock,
+      logger: log.child({ component: 'session' }),
+      backoff: this.tuning.backoff,
+      refreshMarginMs: this.tuning.queueTokenRefreshMarginMs,
+      onStateChange: (state) => this.metrics.sessionOpen.set(state === 'open' ? 1 : 0),
+      onCreateAttempt: (result) => {
+        this.metrics.sessionCreates.inc({ result });
+        this.lastProgressMs = this.clock.now();
+      },
+    });
+    this.loop = new PollLoop({
+      scaleSetId: config.scaleSetId,
+      scaleSetName: config.scaleSetName,
+      maxRunners: config.maxRunners,
+      api: this.actions,
+      session: this.session,
+      scaler: this.scaler,
+      bookkeeping: this.bookkeeping,
+      gha: this.gha,
+      metrics: this.metrics,
+      clock: this.clock,
+      logger: log.child({ component: 'loop' }),
+      backoff: this.tuning.backoff,
+      onCycle: () => (this.lastProgressMs = this.clock.now()),
+    });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.lastProgressMs = this.clock.now();
+    this.bookkeeping.start();
+    this.running = this.loop.run(this.abort.signal).then(
+      () => {
+        if (!this.abort.signal.aborted) this.o.onLoopExit?.();
+      },
+      (err: unknown) => {
+        this.o.logger.error('The poll loop ended with an error', err);
+        this.o.onLoopExit?.(err);
+      },
+    );
+  }
+
+  /** Ready once a session is open: the listener is then receiving the scale set's jobs. */
+  isReady(): boolean {
+    return this.session.state === 'open';
+  }
+
+  health(): ListenerHealth {
+    const since = this.clock.now() - this.lastProgressMs;
+    if (this.running && since > this.tuning.healthStallMs) {
+      return {
+        healthy: false,
+        sinceLastCycleMs: since,
+        reason: `the poll loop has not completed a cycle for ${Math.round(since / 1000)} s (bound ${Math.round(this.tuning.healthStallMs / 1000)} s)`,
+      };
+    }
+    return { healthy: true, sinceLastCycleMs: since };
+  }
+
+  /**
+   * Ends the loop (a long poll in flight is aborted), sends what status patches it can, then deletes the
+   * session so a successor can open one at once; all within `shutdownTimeoutMs`.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.doStop();
+    return this.stopped;
+  }
+
+  private async doStop(): Promise<void> {
+    const deadline = AbortSignal.timeout(this.tuning.shutdownTimeoutMs);
+    this.abort.abort(new Error('the listener is shutting down'));
+    await this.running;
+    await this.bookkeeping.stop(this.tuning.shutdownTimeoutMs / 2);
+    await this.session.close(deadline);
+    await this.actions.close?.();
+    for (const c of this.kubeClients) c.close();
+  }
+
+  private kubeClient(component: string): KubeClient {
+    const c = new KubeClient(this.o.kubeConfig, {
+      userAgent: userAgentFor(`listener-${component}`),
+      fieldManager: 'aro-listener',
+      requestTimeoutMs: this.tuning.requestTimeoutMs,
+      logger: this.o.logger,
+    });
+    this.kubeClients.push(c);
+    return c;
+  }
+}

@@ -1,0 +1,90 @@
+import type { ResourceKind } from '@aro/api';
+import { KubeApiError, type KubeObject } from '@aro/kube';
+import { silentLogger } from '@aro/observability';
+import { PatchClient, Scaler } from './scaler';
+
+/** A fake apiserver holding one EphemeralRunnerSet spec, applying merge patches as the real one does. */
+class FakeErs implements PatchClient {
+  spec: Record<string, unknown> = { replicas: 0, patchID: 0 };
+  failNext = 0;
+
+  mergePatch<T extends KubeObject>(_k: ResourceKind, _ns: string, _n: string, patch: object): Promise<T> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new KubeApiError(500, { verb: 'patch', kind: _k, namespace: _ns, name: _n }));
+    }
+    this.spec = { ...this.spec, ...(patch as { spec: Record<string, unknown> }).spec };
+    return Promise.resolve({} as T);
+  }
+
+  mergePatchStatus<T extends KubeObject>(): Promise<T> {
+    return Promise.reject(new Error('the scaler never patches status'));
+  }
+}
+
+function scaler(min: number, max: number, ers = new FakeErs()) {
+  const s = new Scaler(ers, {
+    namespace: 'ns',
+    name: 'set',
+    minRunners: min,
+    maxRunners: max,
+    logger: silentLogger,
+  });
+  return { s, ers };
+}
+
+describe('Scaler', () => {
+  it('wants min(maxRunners, assigned + minRunners)', () => {
+    const { s } = scaler(2, 5);
+    expect(s.decide(0).replicas).toBe(2);
+    expect(s.decide(1).replicas).toBe(3);
+    expect(s.decide(3).replicas).toBe(5);
+    expect(s.decide(40).replicas).toBe(5);
+  });
+
+  it('numbers patches 0, 1, 2, ... and forces convergence (patchID 0) only when idle at minRunners', () => {
+    const { s } = scaler(1, 10);
+    // The first patch (sequence 0) is a forced convergence by construction: nothing is known yet.
+    expect(s.decide(0)).toEqual({ replicas: 1, patchID: 0 });
+    // Same target, no events, target == min: converge again.
+    expect(s.decide(0)).toEqual({ replicas: 1, patchID: 0 });
+    expect(s.decide(2)).toEqual({ replicas: 3, patchID: 2 });
+    // Target unchanged but not at minRunners: a real patch.
+    expect(s.decide(2)).toEqual({ replicas: 3, patchID: 3 });
+    // Back at min, but the target changed since the last decision: a real patch first...
+    expect(s.decide(0)).toEqual({ replicas: 1, patchID: 4 });
+    // ...then, with nothing happening, convergence.
+    expect(s.decide(0)).toEqual({ replicas: 1, patchID: 0 });
+  });
+
+  it('does not force convergence right after a job started or completed', () => {
+    const { s } = scaler(0, 10);
+    s.decide(0);
+    s.decide(0);
+    s.markJobEvent();
+    expect(s.decide(0)).toEqual({ replicas: 0, patchID: 2 });
+    // The event is consumed by that decision.
+    expect(s.decide(0)).toEqual({ replicas: 0, patchID: 0 });
+  });
+
+  it('wraps the sequence after MaxInt32 to 1, never to 0 (which means converge)', () => {
+    const { s } = scaler(0, 10);
+    (s as unknown as { patchSeq: number }).patchSeq = 2 ** 31 - 2;
+    expect(s.decide(1).patchID).toBe(2 ** 31 - 1);
+    expect(s.decide(2).patchID).toBe(1);
+  });
+
+  it('writes both fields as a merge patch, and resends a failed write before anything else', async () => {
+    const { s, ers } = scaler(0, 10);
+    await s.setDesired(3);
+    // Upstream's sequence starts at 0, so the first patch after a start also lets the set converge.
+    expect(ers.spec).toEqual({ replicas: 3, patchID: 0 });
+    ers.failNext = 1;
+    await expect(s.setDesired(5)).rejects.toThrow();
+    expect(s.hasPending).toBe(true);
+    expect(ers.spec.replicas).toBe(3);
+    await s.flushPending();
+    expect(ers.spec).toEqual({ replicas: 5, patchID: 1 });
+    expect(s.hasPending).toBe(false);
+  });
+});

@@ -1,0 +1,118 @@
+import { EphemeralRunnerSetKind, type ResourceKind } from '@aro/api';
+import type { KubeObject } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+
+/** The writes the listener makes; its Role allows merge patches and nothing else (no get/list/watch). */
+export interface PatchClient {
+  mergePatch<T extends KubeObject>(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+    patch: object,
+  ): Promise<T>;
+  mergePatchStatus<T extends KubeObject>(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+    patch: object,
+  ): Promise<T>;
+}
+
+export interface ScalerOptions {
+  namespace: string;
+  name: string;
+  minRunners: number;
+  maxRunners: number;
+  logger: Logger;
+  /** Called with each desired count once it is written (the gha_desired_runners gauge). */
+  onDesired?: (count: number) => void;
+}
+
+/** The EphemeralRunnerSet spec fields the listener owns. */
+export interface ScalePatch {
+  replicas: number;
+  patchID: number;
+}
+
+const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * Turns the service's count of assigned jobs into the EphemeralRunnerSet's `spec.replicas` and
+ * `spec.patchID`, upstream's protocol with the EphemeralRunnerSet controller:
+ *
+ * - replicas = min(maxRunners, assigned + minRunners): minRunners is idle headroom on top of the jobs.
+ * - patchID increases with every patch (wrapping to 1 after MaxInt32), so the controller can tell a new
+ *   decision from one it already acted on (it records the patchID on the runners it creates). A
+ *   patchID > 0 only ever scales up: runners leave by finishing their job, never by being trimmed.
+ * - patchID 0 says "converge": sent when nothing happened since the last patch (no job started or
+ *   completed), the target did not change and it is minRunners. The controller then deletes surplus
+ *   idle runners, which is how the set gets back to minRunners once the work is done.
+ */
+export class Scaler {
+  private patchSeq = -1;
+  private target = -1;
+  private dirty = false;
+  private pending: ScalePatch | undefined;
+
+  constructor(
+    private readonly client: PatchClient,
+    private readonly o: ScalerOptions,
+  ) {}
+
+  /** A job started or completed since the last decision: the next one must not force convergence. */
+  markJobEvent(): void {
+    this.dirty = true;
+  }
+
+  /** The next patch for `assignedJobs`; advances the sequence (pure apart from that, for the tests). */
+  decide(assignedJobs: number): ScalePatch {
+    const dirty = this.dirty;
+    this.dirty = false;
+    if (this.patchSeq === MAX_INT32) this.patchSeq = 0;
+    this.patchSeq++;
+    const target = Math.min(this.o.minRunners + Math.max(0, assignedJobs), this.o.maxRunners);
+    const previous = this.target;
+    this.target = target;
+    const converge = !dirty && target === previous && target === this.o.minRunners;
+    return { replicas: target, patchID: converge ? 0 : this.patchSeq };
+  }
+
+  /**
+   * Decides and writes. A failed write stays pending and is sent again by `flushPending` (the loop
+   * calls it before its next poll), unless a newer decision replaces it first.
+   */
+  async setDesired(assignedJobs: number): Promise<ScalePatch> {
+    const patch = this.decide(assignedJobs);
+    this.pending = patch;
+    await this.write(patch, assignedJobs);
+    return patch;
+  }
+
+  /** Writes the last decision if its write failed; a no-op otherwise. */
+  async flushPending(): Promise<void> {
+    if (this.pending) await this.write(this.pending, undefined);
+  }
+
+  get hasPending(): boolean {
+    return this.pending !== undefined;
+  }
+
+  private async write(patch: ScalePatch, assignedJobs: number | undefined): Promise<void> {
+    const { namespace, name } = this.o;
+    // Both fields always, as upstream (its merge patch is computed against -1/-1), so the controller
+    // never sees one without the other.
+    await this.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
+      spec: { replicas: patch.replicas, patchID: patch.patchID },
+    });
+    if (this.pending === patch) this.pending = undefined;
+    this.o.onDesired?.(patch.replicas);
+    this.o.logger.info('Scaled the EphemeralRunnerSet', {
+      ephemeralRunnerSet: `${namespace}/${name}`,
+      replicas: patch.replicas,
+      patchID: patch.patchID,
+      assignedJobs,
+      minRunners: this.o.minRunners,
+      maxRunners: this.o.maxRunners,
+    });
+  }
+}
