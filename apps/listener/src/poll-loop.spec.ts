@@ -7,7 +7,8 @@ import {
   type RunnerScaleSetSession,
   type RunnerScaleSetStatistic,
 } from '@aro/actions';
-import { FakeClock, type KubeObject } from '@aro/kube';
+import type { KubeObject } from '@aro/kube';
+import { FakeClock } from '@aro/kube/testing';
 import { silentLogger } from '@aro/observability';
 import { defaultBackoffPolicies } from './failures';
 import { GhaMetrics } from './gha-metrics';

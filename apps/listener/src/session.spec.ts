@@ -1,5 +1,5 @@
 import { ActionsError, type RunnerScaleSetSession } from '@aro/actions';
-import { FakeClock, flushMicrotasks } from '@aro/kube';
+import { FakeClock, flushMicrotasks } from '@aro/kube/testing';
 import { silentLogger } from '@aro/observability';
 import { defaultBackoffPolicies } from './failures';
 import { MessageSession, SessionApi, queueTokenExpiryMs } from './session';
