@@ -23,6 +23,7 @@ import { Workload } from './workload';
 export const RUNNER_NAMESPACE = 'arc-runners';
 export const CREDENTIALS_SECRET = 'github-config';
 export const SCALE_SET_NAME = 'sandbox';
+export const SIMULATOR_PORT = 8910;
 
 /** What a run ends with: the summary's figures, for the table and for the test that reads them. */
 export interface SandboxReport {
@@ -104,6 +105,12 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     pids.push(cp.info.pids.etcd, cp.info.pids.kubeApiserver, cp.info.pids.reaper);
     if (cp.info.pids.kubeControllerManager) pids.push(cp.info.pids.kubeControllerManager);
     // pod-lifecycle.ts and users.ts find the control plane through these, as in an integration test.
+    // (Put back at the end: a jest worker that runs the sandbox goes on with the shared control plane.)
+    const envBefore = {
+      kubeconfig: process.env.ARO_TEST_KUBECONFIG,
+      controlPlane: process.env.ARO_TEST_CONTROL_PLANE,
+    };
+    cleanup.push(async () => restoreEnv(envBefore));
     process.env.ARO_TEST_KUBECONFIG = cp.info.kubeconfigPath;
     process.env.ARO_TEST_CONTROL_PLANE = cp.infoPath;
     const workDir = join(cp.info.runDir, 'sandbox');
@@ -122,10 +129,15 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     // second for the progress view and plays every runner against it; over HTTP that would be a
     // process more to manage and a JSON round trip per look. The product reaches it over HTTP as ever.
     const simLog = createWriteStream(join(workDir, 'simulator.log'));
-    const sim: RunningSimulator = await startSimulator({
+    const simOptions = {
       seed: { timing: { autoStartJobs: true } },
       logger: createLogger({ level: 'info', format: 'json', destination: simLog }),
-    });
+    };
+    // The simulator's usual port when it is free, so that examples/manifests (which name
+    // http://127.0.0.1:8910/octo) apply as they are against `npm run sandbox -- --keep`.
+    const sim: RunningSimulator = await startSimulator({ ...simOptions, port: SIMULATOR_PORT }).catch(() =>
+      startSimulator({ ...simOptions, port: 0 }),
+    );
     cleanup.push(async () => {
       await sim.stop();
       simLog.end();
@@ -173,7 +185,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         log: (l) => view.event(`  ${l}`, last),
       }).start();
       const player = listenerPlayer;
-      cleanup.unshift(() => player.stop());
+      cleanup.push(() => player.stop());
       await kube.create(AutoscalingRunnerSetKind, autoscalingRunnerSet(configUrl, options.maxRunners));
       view.event(
         `applied AutoscalingRunnerSet ${RUNNER_NAMESPACE}/${SCALE_SET_NAME} (maxRunners ${options.maxRunners})`,
@@ -221,7 +233,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     });
     const workloadBegan = Date.now();
     workload.start();
-    cleanup.unshift(async () => workload.stop());
+    cleanup.push(async () => workload.stop());
 
     const created = new Map<string, number>();
     const lifecycles: number[] = [];
@@ -248,7 +260,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         }
       }
       const counts = await apiserverRequestCounts(cp.kubeConfig());
-      kubeWriteCount = kubeWrites(requestCountDelta(countsBefore, counts), standIn?.created ?? 0);
+      kubeWriteCount = kubeWrites(requestCountDelta(countsBefore, counts), standIn?.writes ?? 0);
       const leader = (await controllers.leader())?.split('_')[0] ?? '(none)';
       if (leader !== lastLeader) {
         if (lastLeader) view.event(`leader changed: ${lastLeader} -> ${leader}`, last);
@@ -396,6 +408,15 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
   return report;
 }
 
+function restoreEnv(before: { kubeconfig?: string; controlPlane?: string }): void {
+  const put = (key: string, value: string | undefined): void => {
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  };
+  put('ARO_TEST_KUBECONFIG', before.kubeconfig);
+  put('ARO_TEST_CONTROL_PLANE', before.controlPlane);
+}
+
 async function exists(
   kube: KubeClient,
   kind: typeof AutoscalingRunnerSetKind,
@@ -468,7 +489,9 @@ function keepInstructions(cp: ControlPlane, simUrl: string, metricsUrls: string[
     `  export KUBECONFIG=${kc}`,
     `  kubectl get autoscalingrunnersets,ephemeralrunnersets,ephemeralrunners,pods -n ${RUNNER_NAMESPACE}`,
     `  kubectl get lease -n ${LEASE_NAMESPACE} aro-controller -o jsonpath='{.spec.holderIdentity}{"\\n"}'`,
-    '  kubectl apply -f examples/manifests/',
+    new URL(simUrl).port === String(SIMULATOR_PORT)
+      ? '  kubectl apply -f examples/manifests/'
+      : `  sed 's#127.0.0.1:${SIMULATOR_PORT}#${new URL(simUrl).host}#' examples/manifests/*.yaml | kubectl apply -f -   # port ${SIMULATOR_PORT} was taken`,
     `  curl -s ${simUrl}/_sim/runners`,
     `  curl -s ${metricsUrls[0] ?? ''} | grep -E '^(gha|aro)_'`,
     '',

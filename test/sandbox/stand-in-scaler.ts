@@ -16,8 +16,8 @@ import type { RunningSimulator } from '../../apps/simulator/src';
  */
 export class StandInScaler {
   private counter = 0;
-  /** EphemeralRunners this stand-in created: its own Kubernetes writes, left out of the product's count. */
-  created = 0;
+  /** EphemeralRunners this stand-in created or deleted: its own writes, left out of the product's count. */
+  writes = 0;
   desired = 0;
 
   constructor(
@@ -49,13 +49,25 @@ export class StandInScaler {
     const busy = sim.registrations().filter((r) => r.scaleSetId === scaleSetId && r.jobId !== null).length;
     this.desired = Math.min(maxRunners, busy + queued.length);
     const runners = await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace });
-    const alive = runners.filter((r) => !r.metadata?.deletionTimestamp).length;
+    // As the EphemeralRunnerSet does: finished runners (Succeeded, Failed, and Outdated: the runner
+    // exited 7, "version deprecated") do not count and are deleted.
+    let alive = 0;
+    for (const r of runners) {
+      if (r.metadata?.deletionTimestamp) continue;
+      if (r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed' || r.status?.phase === 'Outdated') {
+        await kube.delete(EphemeralRunnerKind, namespace, r.metadata?.name ?? '').catch(() => undefined);
+        this.writes += 1;
+        this.options.log(`stand-in: deleted ${r.status.phase} runner ${namespace}/${r.metadata?.name}`);
+        continue;
+      }
+      alive += 1;
+    }
     for (let i = alive; i < this.desired; i++) {
       await kube.create<EphemeralRunner>(
         EphemeralRunnerKind,
         this.runner(`sandbox-runner-${++this.counter}`),
       );
-      this.created += 1;
+      this.writes += 1;
     }
   }
 
