@@ -48,6 +48,10 @@ export interface SandboxReport {
   tempFoldersLeft: number;
   chaos: string[];
   aborted: boolean;
+  /** Every process the run started (control plane, controllers, listeners), all gone at the end. */
+  pids: number[];
+  /** Every temporary folder the run made (the control plane's run folder holds the sandbox's). */
+  folders: string[];
 }
 
 export interface SandboxIo {
@@ -372,6 +376,8 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       tempFoldersLeft: 0,
       chaos,
       aborted: io.signal.aborted,
+      pids,
+      folders,
     };
     for (const err of [...runnerPlayer.errors, ...(listenerPlayer?.errors ?? [])].slice(-5)) {
       view.event(`  player: ${err}`);
