@@ -5,7 +5,7 @@ import type { ListenerConfig } from '@aro/api';
 import { DEFAULT_PAT, startSimulator } from '../../../apps/simulator/src';
 import { ManagedProcess } from '../../harness/processes';
 import { createTestNamespace, waitFor } from '../../harness';
-import { bootControllerApp } from '../controller-app/boot';
+import { bootControllerApp, createRunnerForApp } from '../controller-app/boot';
 import { createScaleSet } from '../ephemeral-runner/fixture';
 import { LISTENER_MAIN, detectCapabilities } from '../../sandbox/capabilities';
 import { freePort } from '../../sandbox/controllers';
@@ -67,9 +67,24 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
   it('queries only metrics the running controller serves', async () => {
     const namespace = await createTestNamespace('dash');
     const capabilities = await detectCapabilities();
-    const app = await bootControllerApp({ WATCH_NAMESPACE: namespace, LEADER_ELECTION: 'false' });
+    const sim = await startSimulator();
+    // Leader election on and a runner to reconcile: some metrics are registered only once the
+    // controller leads (leader_election_*) or has called the Actions service (actions_*).
+    const app = await bootControllerApp({
+      WATCH_NAMESPACE: namespace,
+      LEADER_ELECTION: 'true',
+      LEADER_ELECTION_NAMESPACE: namespace,
+      LEADER_ELECTION_ID: `dashboard-${namespace}`,
+    });
     try {
-      const page = (await app.get('/metrics')).body;
+      await createRunnerForApp(sim, namespace, 'dashboard-runner');
+      const page = await waitFor(
+        async () => {
+          const body = (await app.get('/metrics')).body;
+          return served(body).has('actions_requests_total') ? body : undefined;
+        },
+        { description: 'the controller to call the Actions service for its runner', timeoutMs: 60_000 },
+      );
       const names = served(page);
       const wanted = dashboardMetrics().filter((m) => servedBy(m) === 'controller');
       const notYet = wanted.filter(
@@ -84,6 +99,7 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
       expect(wanted.length).toBeGreaterThan(5);
     } finally {
       await app.close();
+      await sim.stop();
     }
   });
 
