@@ -38,7 +38,7 @@ describe('sandbox options', () => {
   it.each([
     [['--jobs', '0'], '--jobs 0: must be a whole number above 0'],
     [['--jobs', 'many'], '--jobs many'],
-    [['--rate', '-1'], '--rate -1'],
+    [['--rate=-1'], '--rate -1: must be a number above 0'],
     [['--fail-share', '1.5'], '--fail-share 1.5: must be between 0 and 1'],
     [['--max-runners', '2.5'], '--max-runners 2.5'],
     [['--bogus'], "Unknown option '--bogus'"],
@@ -77,7 +77,7 @@ describe('sandbox figures', () => {
         ['a', '1'],
         ['longer', '22'],
       ]).split('\n'),
-    ).toEqual(['T', '-------------', 'a      | 1', 'longer | 22', '-------------']);
+    ).toEqual(['T', '-----------', 'a      | 1', 'longer | 22', '-----------']);
   });
 });
 
