@@ -17,7 +17,7 @@ export interface ListenerPodPlayerOptions {
   kubeConfig: KubeConfig;
   /** The kubeconfig file the listener processes use (LISTENER_CONFIG_PATH's sibling KUBECONFIG). */
   kubeconfigPath: string;
-  /** Namespace of the listener pods (the controller's namespace, arc-systems by convention). */
+  /** Namespace of the listener pods; empty for every namespace (where the controller puts them is its choice). */
   namespace: string;
   /** apps/listener/src/main.ts (run with @swc-node/register) or a built entrypoint. */
   listenerMain: string;
@@ -32,6 +32,7 @@ export interface ListenerPodPlayerOptions {
 }
 
 export interface PlayedListener {
+  namespace: string;
   pod: string;
   uid: string;
   process: ManagedProcess;
@@ -120,12 +121,12 @@ export class ListenerPodPlayer {
             await this.launch(pod);
           } else if (played && pod.metadata?.deletionTimestamp) {
             await played.process.stop(ListenerDefaults.terminationGracePeriodSeconds * 1_000);
-            await finishPodDeletion(this.options.namespace, played.pod).catch(() => undefined);
+            await finishPodDeletion(played.namespace, played.pod).catch(() => undefined);
             this.log(`listener ${played.pod}: pod deleted; process stopped`);
           } else if (played && !played.process.running && !reported.has(uid)) {
             reported.add(uid);
             const exit = played.process.exitStatusOrUndefined;
-            await this.terminated(played.pod, exit?.code ?? 137).catch((err: Error) =>
+            await this.terminated(played.namespace, played.pod, exit?.code ?? 137).catch((err: Error) =>
               this.errors.push(`listener pod ${played.pod}: ${err.message}`),
             );
             this.log(`listener ${played.pod}: process exited (code ${exit?.code}, signal ${exit?.signal})`);
@@ -145,13 +146,19 @@ export class ListenerPodPlayer {
   private async launch(pod: V1Pod): Promise<void> {
     const name = pod.metadata?.name ?? '';
     const uid = pod.metadata?.uid ?? '';
-    const namespace = this.options.namespace;
+    const namespace = pod.metadata?.namespace ?? '';
     const secretName = configSecretName(pod);
     if (!secretName) {
       this.errors.push(
         `listener pod ${namespace}/${name} mounts no secret at ${ListenerDefaults.configPath}`,
       );
-      this.played.set(uid, { pod: name, uid, process: await this.placeholder(name), metricsUrl: '' });
+      this.played.set(uid, {
+        namespace,
+        pod: name,
+        uid,
+        process: await this.placeholder(name),
+        metricsUrl: '',
+      });
       return;
     }
     let secret: V1Secret;
@@ -180,12 +187,13 @@ export class ListenerPodPlayer {
     });
     const metricsPath = config.metrics_endpoint || ListenerDefaults.metricsEndpoint;
     this.played.set(uid, {
+      namespace,
       pod: name,
       uid,
       process: process_,
       metricsUrl: `http://127.0.0.1:${port}${metricsPath}`,
     });
-    await this.markRunning(name);
+    await this.markRunning(namespace, name);
     this.log(`listener ${name}: started (pid ${process_.pid}, log ${join(dir, 'listener.log')})`);
   }
 
@@ -199,8 +207,7 @@ export class ListenerPodPlayer {
     });
   }
 
-  private async bind(name: string): Promise<void> {
-    const namespace = this.options.namespace;
+  private async bind(namespace: string, name: string): Promise<void> {
     const pod = await this.core.readNamespacedPod({ name, namespace });
     if (pod.spec?.nodeName) return;
     await this.core.createNamespacedPodBinding({
@@ -213,9 +220,9 @@ export class ListenerPodPlayer {
     });
   }
 
-  private async markRunning(name: string): Promise<void> {
-    await this.bind(name);
-    await setPodStatus(this.options.namespace, name, (pod) => ({
+  private async markRunning(namespace: string, name: string): Promise<void> {
+    await this.bind(namespace, name);
+    await setPodStatus(namespace, name, (pod) => ({
       phase: 'Running',
       startTime: pod.status?.startTime ?? new Date(),
       conditions: [
@@ -234,8 +241,8 @@ export class ListenerPodPlayer {
     }));
   }
 
-  private async terminated(name: string, exitCode: number): Promise<void> {
-    await setPodStatus(this.options.namespace, name, (pod) => ({
+  private async terminated(namespace: string, name: string, exitCode: number): Promise<void> {
+    await setPodStatus(namespace, name, (pod) => ({
       ...pod.status,
       phase: exitCode === 0 ? 'Succeeded' : 'Failed',
       conditions: [

@@ -181,7 +181,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       listenerPlayer = new ListenerPodPlayer({
         kubeConfig: cp.kubeConfig(),
         kubeconfigPath: cp.info.kubeconfigPath,
-        namespace: LEASE_NAMESPACE,
+        namespace: '', // wherever the AutoscalingListener controller puts them
         listenerMain: LISTENER_MAIN,
         workDir: join(workDir, 'listeners'),
         pidFile: join(cp.info.runDir, 'pids'),
