@@ -392,9 +392,12 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
           workDir,
         ),
       );
-      await new Promise<void>((resolve) =>
-        io.signal.aborted ? resolve() : io.signal.addEventListener('abort', () => resolve(), { once: true }),
-      );
+      // Until Ctrl-C the players keep playing, and in runner mode the stand-in keeps making runners
+      // for jobs a person queues (curl .../_sim/jobs) and deleting finished ones, quietly.
+      while (!io.signal.aborted) {
+        if (standIn) await standIn.tick().catch(() => undefined);
+        await sleep(1_000);
+      }
     }
     pids.push(
       ...controllers.pids(),
