@@ -1,7 +1,15 @@
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { API_VERSION, AutoscalingRunnerSetKind, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import {
+  API_VERSION,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { KubeClient, NamespaceKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
 import { createLogger } from '@aro/observability';
@@ -190,7 +198,10 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       }).start();
       const player = listenerPlayer;
       cleanup.push(() => player.stop());
-      await kube.create(AutoscalingRunnerSetKind, autoscalingRunnerSet(configUrl, options.maxRunners));
+      await kube.create<AutoscalingRunnerSet>(
+        AutoscalingRunnerSetKind,
+        autoscalingRunnerSet(configUrl, options.maxRunners),
+      );
       view.event(
         `applied AutoscalingRunnerSet ${RUNNER_NAMESPACE}/${SCALE_SET_NAME} (maxRunners ${options.maxRunners})`,
       );
@@ -443,21 +454,12 @@ async function exists(
 
 /** Scale-set mode's desired count: the EphemeralRunnerSet's replicas, as the listener asked. */
 async function desiredReplicas(kube: KubeClient): Promise<number> {
-  const sets = await kube.list<{ spec?: { replicas?: number } } & EphemeralRunner>(
-    {
-      group: 'actions.github.com',
-      version: 'v1alpha1',
-      kind: 'EphemeralRunnerSet',
-      plural: 'ephemeralrunnersets',
-      namespaced: true,
-    },
-    { namespace: RUNNER_NAMESPACE },
-  );
-  return sets.reduce((sum, s) => sum + ((s.spec as { replicas?: number } | undefined)?.replicas ?? 0), 0);
+  const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: RUNNER_NAMESPACE });
+  return sets.reduce((sum, s) => sum + (s.spec?.replicas ?? 0), 0);
 }
 
 /** The AutoscalingRunnerSet the sandbox applies: the scale-set chart's defaults, on the simulator. */
-export function autoscalingRunnerSet(configUrl: string, maxRunners: number): EphemeralRunner {
+export function autoscalingRunnerSet(configUrl: string, maxRunners: number): AutoscalingRunnerSet {
   return {
     apiVersion: API_VERSION,
     kind: 'AutoscalingRunnerSet',
@@ -481,7 +483,7 @@ export function autoscalingRunnerSet(configUrl: string, maxRunners: number): Eph
         },
       },
     },
-  } as unknown as EphemeralRunner;
+  };
 }
 
 function keepInstructions(cp: ControlPlane, simUrl: string, metricsUrls: string[], workDir: string): string {
