@@ -26,3 +26,10 @@ export { processExists } from './processes';
 export { kubeConfigForUser } from './users';
 export { waitFor, type WaitForOptions } from './wait-for';
 export { apiserverRequestCounts, requestCountDelta } from './apiserver-requests';
+export {
+  RunnerPlayer,
+  type RunnerOutcome,
+  type RunnerPlayerOptions,
+  type SimulatedRunnerService,
+} from './runner-player';
+export { ListenerPodPlayer, LISTENER_CONTAINER, type ListenerPodPlayerOptions } from './listener-pod-player';

@@ -1,0 +1,226 @@
+// A kubelet player for runner pods that also plays the runner inside them: the pod goes Running, the
+// runner connects to the Actions service, takes the job the service assigns to it, runs it for a while,
+// reports the result and exits. The sandbox uses it for every runner pod; integration tests can use it
+// to run a runner set end to end without scripting each pod by hand.
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import { KubeClient, PodKind } from '@aro/kube';
+import {
+  RUNNER_CONTAINER,
+  finishPodDeletion,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+} from './pod-lifecycle';
+
+/**
+ * What the player needs from the Actions service: the simulator's admin operations of the same names
+ * (`RunningSimulator` satisfies it in-process; an HTTP client of `/_sim` can as well).
+ */
+export interface SimulatedRunnerService {
+  runnerConnected(name: string): unknown;
+  runner(name: string): { jobId: string | null } | undefined;
+  job(jobId: string): { state: string } | undefined;
+  startJob(name: string): unknown;
+  completeJob(jobId: string, result: 'succeeded' | 'failed'): unknown;
+  runnerExited(name: string, exitCode: number): void;
+}
+
+/** How one runner's life ended, for tests and the sandbox's summary. */
+export type RunnerOutcome =
+  | 'succeeded' // took a job, the job succeeded, exit 0
+  | 'job-failed' // took a job, the job failed, exit 0 (a failing workflow does not crash the runner)
+  | 'exit-7' // crashed with exit code 7 while running its job
+  | 'no-job' // no job came within jobWaitTimeoutMs: exit 0, as an idle ephemeral runner told to stop
+  | 'deleted'; // the pod was deleted under the runner
+
+export interface RunnerPlayerOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  service: SimulatedRunnerService;
+  /** How long a job runs; default 3 s. A function draws one per job. */
+  jobDurationMs?: number | (() => number);
+  /** Share (0..1) of jobs that fail (job result failed, runner exits 0); default 0. */
+  failShare?: number;
+  /** Share (0..1) of runners that crash with exit code 7 mid-job; default 0. */
+  exit7Share?: number;
+  /** How long a connected runner waits for a job before exiting 0 without one; default 60 s. */
+  jobWaitTimeoutMs?: number;
+  /** Between two looks at the pods and the service; default 250 ms. */
+  pollIntervalMs?: number;
+  /** Random numbers for the shares; default Math.random (tests pass a fixed sequence). */
+  random?: () => number;
+  /** Progress and trouble, one line each; default silent. */
+  log?: (line: string) => void;
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+function hasRunnerContainer(pod: V1Pod): boolean {
+  return (pod.spec?.containers ?? []).some((c) => c.name === RUNNER_CONTAINER);
+}
+
+function isTerminal(pod: V1Pod): boolean {
+  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+}
+
+/**
+ * Plays every runner pod of one namespace (pods with a container named `runner`), each pod (by uid)
+ * once. Polls rather than watches: it is a test double, and a poll that misses nothing is simpler to
+ * trust than a watch that must be resumed.
+ */
+export class RunnerPlayer {
+  private readonly kube: KubeClient;
+  private readonly abort = new AbortController();
+  private readonly playing = new Map<string, Promise<void>>();
+  private loop: Promise<void> | undefined;
+  /** Outcome of every runner played so far, by pod name (the runner's name). */
+  readonly outcomes = new Map<string, RunnerOutcome>();
+  /** Errors met while playing (a pod that could not be moved, a service call refused), newest last. */
+  readonly errors: string[] = [];
+
+  constructor(private readonly options: RunnerPlayerOptions) {
+    this.kube = new KubeClient(options.kubeConfig, { userAgent: 'aro-runner-player' });
+  }
+
+  start(): this {
+    this.loop ??= this.run();
+    return this;
+  }
+
+  /** Stops taking new pods and waits for the ones in play to end their current step. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    await Promise.allSettled(this.playing.values());
+    this.kube.close();
+  }
+
+  /** Runners whose pod is being played right now. */
+  get active(): number {
+    return this.playing.size;
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  private async run(): Promise<void> {
+    const seen = new Set<string>();
+    const interval = this.options.pollIntervalMs ?? 250;
+    while (!this.abort.signal.aborted) {
+      try {
+        const pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
+        for (const pod of pods) {
+          const uid = pod.metadata?.uid ?? '';
+          const name = pod.metadata?.name ?? '';
+          if (!hasRunnerContainer(pod) || seen.has(uid)) continue;
+          if (isTerminal(pod)) continue; // played by an earlier player, or failed before we saw it
+          seen.add(uid);
+          const play = this.play(name, uid).finally(() => this.playing.delete(uid));
+          this.playing.set(uid, play);
+        }
+      } catch (err) {
+        this.errors.push(`listing pods in ${this.options.namespace}: ${(err as Error).message}`);
+      }
+      await sleep(interval, this.abort.signal);
+    }
+  }
+
+  /** The pod by name, unless it was replaced by another pod of the same name or is gone. */
+  private async current(name: string, uid: string): Promise<V1Pod | undefined> {
+    try {
+      const pod = await this.kube.get<V1Pod>(PodKind, this.options.namespace, name);
+      return pod.metadata?.uid === uid ? pod : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private draw(): number {
+    return (this.options.random ?? Math.random)();
+  }
+
+  private async play(name: string, uid: string): Promise<void> {
+    const { namespace, service } = this.options;
+    const signal = this.abort.signal;
+    const interval = this.options.pollIntervalMs ?? 250;
+    try {
+      await runnerContainerRunning(namespace, name);
+      // The registration exists before the pod (the controller puts its JIT config in the pod's
+      // secret), so connecting can only fail while the service is being torn down.
+      service.runnerConnected(name);
+      const waitUntil = Date.now() + (this.options.jobWaitTimeoutMs ?? 60_000);
+      let jobId: string | null = null;
+      while (!signal.aborted && Date.now() < waitUntil) {
+        const pod = await this.current(name, uid);
+        if (!pod || pod.metadata?.deletionTimestamp) return await this.deleted(name, uid, null);
+        jobId = service.runner(name)?.jobId ?? null;
+        if (jobId) break;
+        await sleep(interval, signal);
+      }
+      if (!jobId) {
+        service.runnerExited(name, 0);
+        await runnerContainerTerminated(namespace, name, 0);
+        this.outcomes.set(name, 'no-job');
+        this.log(`runner ${name}: no job came; exited 0`);
+        return;
+      }
+      // An assigned job that the service did not start by itself (no autoStartJobs) is started
+      // by the runner, as the real runner does when it receives its job.
+      if (service.job(jobId)?.state !== 'running') service.startJob(name);
+      const duration = this.options.jobDurationMs ?? 3_000;
+      const runFor = typeof duration === 'function' ? duration() : duration;
+      const crash = this.draw() < (this.options.exit7Share ?? 0);
+      const fail = !crash && this.draw() < (this.options.failShare ?? 0);
+      const runUntil = Date.now() + (crash ? runFor / 2 : runFor);
+      while (Date.now() < runUntil) {
+        const pod = await this.current(name, uid);
+        if (!pod || pod.metadata?.deletionTimestamp) return await this.deleted(name, uid, jobId);
+        if (signal.aborted) break;
+        await sleep(Math.min(interval, Math.max(0, runUntil - Date.now())), signal);
+      }
+      if (crash) {
+        service.runnerExited(name, 7);
+        await runnerContainerTerminated(namespace, name, 7);
+        this.outcomes.set(name, 'exit-7');
+        this.log(`runner ${name}: crashed with exit code 7 during job ${jobId}`);
+        return;
+      }
+      if (service.job(jobId)?.state === 'running') service.completeJob(jobId, fail ? 'failed' : 'succeeded');
+      service.runnerExited(name, 0);
+      await runnerContainerTerminated(namespace, name, 0);
+      this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
+      this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
+    } catch (err) {
+      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * The pod was deleted while the runner lived (scale-down of an idle runner, or a cleanup): the
+   * runner stops as on SIGTERM and the player finishes the deletion as the kubelet would.
+   */
+  private async deleted(name: string, uid: string, jobId: string | null): Promise<void> {
+    const { namespace, service } = this.options;
+    try {
+      service.runnerExited(name, jobId ? 143 : 0);
+    } catch {
+      // Already deregistered: the controller removed it first, which is what a deletion does.
+    }
+    this.outcomes.set(name, 'deleted');
+    if (await this.current(name, uid)) {
+      await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
+      await finishPodDeletion(namespace, name).catch(() => undefined);
+    }
+    this.log(`runner ${name}: pod deleted${jobId ? ` during job ${jobId}` : ''}`);
+  }
+}

@@ -1,0 +1,170 @@
+import { get } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { V1Lease } from '@kubernetes/client-node';
+import { KubeClient, LeaseKind } from '@aro/kube';
+import { ManagedProcess } from '../harness/processes';
+import { CONTROLLER_MAIN, REPO_ROOT } from './capabilities';
+
+export const LEASE_NAMESPACE = 'arc-systems';
+export const LEASE_NAME = 'aro-controller';
+
+/** A free loopback port (racy by nature; the controller fails loudly on a taken one). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+function httpOk(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = get(url, { timeout: 2_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
+}
+
+export interface ControllerReplica {
+  name: string;
+  port: number;
+  process: ManagedProcess;
+  /** Times this replica was started (a Deployment restarts a killed pod; so does the sandbox). */
+  starts: number;
+}
+
+/**
+ * The controller as the chart deploys it: `replicas` processes of apps/controller with leader election
+ * on the Lease arc-systems/aro-controller, each serving /healthz, /readyz and /metrics on a port of its
+ * own. Each runs as its own process group (ManagedProcess), listed in the control plane's pid file so
+ * that its reaper kills them too if the sandbox is killed outright.
+ */
+export class ControllerReplicas {
+  readonly replicas: ControllerReplica[] = [];
+
+  constructor(
+    private readonly options: {
+      kubeconfigPath: string;
+      logDir: string;
+      pidFile: string;
+      kube: KubeClient;
+      replicas: number;
+    },
+  ) {}
+
+  private env(name: string, port: number): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      KUBECONFIG: this.options.kubeconfigPath,
+      LEADER_ELECTION: 'true',
+      LEADER_ELECTION_NAMESPACE: LEASE_NAMESPACE,
+      LEADER_ELECTION_ID: LEASE_NAME,
+      // Short terms so that a killed leader is replaced within seconds in --chaos.
+      LEASE_DURATION_SECONDS: '8',
+      RENEW_DEADLINE_SECONDS: '5',
+      RETRY_PERIOD_SECONDS: '1',
+      MAX_CONCURRENT_RECONCILES: '4',
+      FAILURE_BACKOFF_BASE_SECONDS: '1',
+      SHUTDOWN_TIMEOUT_SECONDS: '10',
+      PROBE_PORT: String(port),
+      PROBE_BIND_ADDRESS: '127.0.0.1',
+      POD_NAME: name,
+      POD_NAMESPACE: LEASE_NAMESPACE,
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+    };
+  }
+
+  private async launch(name: string, port: number): Promise<ManagedProcess> {
+    return ManagedProcess.start({
+      name,
+      binary: process.execPath,
+      args: ['-r', '@swc-node/register', CONTROLLER_MAIN],
+      logFile: join(this.options.logDir, `${name}.log`),
+      env: this.env(name, port),
+      pidFile: this.options.pidFile,
+    });
+  }
+
+  /** Starts every replica and waits until each answers /healthz. */
+  async start(timeoutMs = 120_000): Promise<void> {
+    for (let i = 0; i < this.options.replicas; i++) {
+      const name = `aro-controller-${i}`;
+      const port = await freePort();
+      this.replicas.push({ name, port, process: await this.launch(name, port), starts: 1 });
+    }
+    await Promise.all(this.replicas.map((r) => this.waitHealthy(r, timeoutMs)));
+  }
+
+  private async waitHealthy(replica: ControllerReplica, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!replica.process.running) {
+        throw new Error(
+          `${replica.name} exited before answering /healthz; last lines of ${replica.process.logFile}:\n` +
+            replica.process.logTail(20),
+        );
+      }
+      if (await httpOk(`http://127.0.0.1:${replica.port}/healthz`)) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(
+      `${replica.name} did not answer /healthz within ${timeoutMs} ms (${replica.process.logFile})`,
+    );
+  }
+
+  metricsUrl(replica: ControllerReplica): string {
+    return `http://127.0.0.1:${replica.port}/metrics`;
+  }
+
+  /** The Lease's holder, or undefined while nobody holds it. */
+  async leader(): Promise<string | undefined> {
+    try {
+      const lease = await this.options.kube.get<V1Lease>(LeaseKind, LEASE_NAMESPACE, LEASE_NAME);
+      return lease.spec?.holderIdentity || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Restarts replicas whose process is gone, as their Deployment would; returns their names. */
+  async restartExited(): Promise<string[]> {
+    const restarted: string[] = [];
+    for (const replica of this.replicas) {
+      if (replica.process.running) continue;
+      replica.process = await this.launch(replica.name, replica.port);
+      replica.starts += 1;
+      restarted.push(replica.name);
+    }
+    return restarted;
+  }
+
+  /** SIGKILLs the replica that holds the Lease (no graceful release: the others must wait it out). */
+  async killLeader(): Promise<string | undefined> {
+    const holder = await this.leader();
+    const replica = this.replicas.find((r) => holder?.startsWith(`${r.name}_`));
+    if (!replica) return undefined;
+    replica.process.killNow();
+    await replica.process.exited;
+    return replica.name;
+  }
+
+  pids(): number[] {
+    return this.replicas.map((r) => r.process.pid);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.replicas.map((r) => r.process.stop(15_000)));
+  }
+}
+
+export { REPO_ROOT };

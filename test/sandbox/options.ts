@@ -1,0 +1,99 @@
+import { parseArgs } from 'node:util';
+
+/** What `npm run sandbox -- ...` was asked for. */
+export interface SandboxOptions {
+  /** Jobs queued in total. */
+  jobs: number;
+  /** Jobs queued per second, in waves every `waveSeconds`. */
+  rate: number;
+  /** The scale set's maxRunners. */
+  maxRunners: number;
+  /** How long each job runs on its runner, in seconds. */
+  duration: number;
+  /** Share (0..1) of jobs whose workflow fails (the runner still exits 0). */
+  failShare: number;
+  /** Share (0..1) of runners that crash with exit code 7 during their job. */
+  exit7Share: number;
+  /** Kill the leading controller and the listener once each, mid-run. */
+  chaos: boolean;
+  /** Leave everything running after the workload, until Ctrl-C. */
+  keep: boolean;
+  /** Seconds between two waves of jobs. */
+  waveSeconds: number;
+  /** Give up on the workload after this many seconds. */
+  timeoutSeconds: number;
+  help: boolean;
+}
+
+export const USAGE = `usage: npm run sandbox -- [options]
+
+  --jobs N           jobs to queue in total (default 40)
+  --rate R           jobs queued per second, in waves every 5 s (default 1)
+  --max-runners N    the scale set's maxRunners (default 10)
+  --duration S       seconds each job runs on its runner (default 5)
+  --fail-share F     share 0..1 of jobs that fail (default 0)
+  --exit7-share F    share 0..1 of runners that crash with exit code 7 mid-job (default 0)
+  --chaos            kill the leading controller and the listener once each, mid-run
+  --keep             leave everything running after the workload and print how to reach it
+  --timeout S        give up on the workload after S seconds (default 600)
+  -h, --help         this text`;
+
+export class OptionsError extends Error {
+  override readonly name = 'OptionsError';
+}
+
+function number(
+  values: Record<string, unknown>,
+  name: string,
+  fallback: number,
+  check: (n: number) => boolean,
+  rule: string,
+): number {
+  const text = values[name];
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (typeof text !== 'string' || text.trim() === '' || !Number.isFinite(n) || !check(n)) {
+    throw new OptionsError(`--${name} ${String(text)}: must be ${rule}`);
+  }
+  return n;
+}
+
+/** Reads the command line; throws an OptionsError naming the flag for any bad value. */
+export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
+  let values: Record<string, unknown>;
+  try {
+    values = parseArgs({
+      args: [...argv],
+      options: {
+        jobs: { type: 'string' },
+        rate: { type: 'string' },
+        'max-runners': { type: 'string' },
+        duration: { type: 'string' },
+        'fail-share': { type: 'string' },
+        'exit7-share': { type: 'string' },
+        timeout: { type: 'string' },
+        chaos: { type: 'boolean', default: false },
+        keep: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+    }).values;
+  } catch (err) {
+    throw new OptionsError((err as Error).message);
+  }
+  const positiveInt = (n: number): boolean => Number.isInteger(n) && n > 0;
+  const share = (n: number): boolean => n >= 0 && n <= 1;
+  return {
+    jobs: number(values, 'jobs', 40, positiveInt, 'a whole number above 0'),
+    rate: number(values, 'rate', 1, (n) => n > 0, 'a number above 0'),
+    maxRunners: number(values, 'max-runners', 10, positiveInt, 'a whole number above 0'),
+    duration: number(values, 'duration', 5, (n) => n >= 0, 'a number of seconds, 0 or more'),
+    failShare: number(values, 'fail-share', 0, share, 'between 0 and 1'),
+    exit7Share: number(values, 'exit7-share', 0, share, 'between 0 and 1'),
+    timeoutSeconds: number(values, 'timeout', 600, (n) => n > 0, 'a number of seconds above 0'),
+    waveSeconds: 5,
+    chaos: values.chaos === true,
+    keep: values.keep === true,
+    help: values.help === true,
+  };
+}
