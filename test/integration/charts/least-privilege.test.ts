@@ -2,7 +2,14 @@ import type { CoreV1Event, V1Lease, V1Pod, V1Secret } from '@kubernetes/client-n
 import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
-import { runnerContainerRunning, runnerContainerTerminated, testKubeConfig, waitFor } from '../../harness';
+import {
+  ControlPlane,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  testKubeConfig,
+  waitFor,
+} from '../../harness';
+import { CRD_PATHS } from '../../harness/global-setup';
 import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
 import { ContainerProcess, ensureImageAppsBuilt, startContainer } from './chart-process';
 import { Manifest, findManifest, helmBinary } from './helm-chart';
@@ -30,7 +37,16 @@ async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined
 
 describe('The charts installed on the apiserver', () => {
   let sim: RunningSimulator;
-  const kube = new KubeClient(testKubeConfig());
+  let kube: KubeClient;
+  // The chart's controller watches every namespace, as installed. On the control plane the other suites
+  // share it would reconcile their runners and scale sets too (two controllers on one object) and read
+  // their secrets, which the chart rightly does not grant: a Forbidden that says nothing about the chart.
+  // So this suite gets a control plane of its own; every harness helper follows ARO_TEST_* to it.
+  let plane: ControlPlane | undefined;
+  const sharedEnv = {
+    ARO_TEST_CONTROL_PLANE: process.env.ARO_TEST_CONTROL_PLANE,
+    ARO_TEST_KUBECONFIG: process.env.ARO_TEST_KUBECONFIG,
+  };
   let installed: InstalledCharts | undefined;
   let processes: ContainerProcess[] = [];
 
@@ -57,12 +73,21 @@ describe('The charts installed on the apiserver', () => {
   }
 
   beforeAll(async () => {
+    plane = await ControlPlane.start({ crdPaths: CRD_PATHS, log: () => undefined });
+    process.env.ARO_TEST_CONTROL_PLANE = plane.infoPath;
+    process.env.ARO_TEST_KUBECONFIG = plane.info.kubeconfigPath;
+    kube = new KubeClient(testKubeConfig());
     await helmBinary();
     await ensureImageAppsBuilt((line) => process.stderr.write(`[charts] ${line}\n`));
     sim = await startTestSimulator();
   }, 30 * 60_000);
   afterAll(async () => {
     await sim?.stop();
+    await plane?.stop();
+    for (const [key, value] of Object.entries(sharedEnv)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   });
   afterEach(async () => {
     for (const p of processes) await p.stop();
