@@ -43,8 +43,8 @@ export interface EphemeralRunnerControllerParts {
   /** The manager's informer cache. */
   cache: Reader;
   /**
-   * Uncached reads, where the cache is not safe evidence; the client itself is the usual choice.
-   * Without one, the branches that need such evidence refuse to act (and the sweep reads through the client).
+   * Uncached reads, where the cache is not safe evidence. Defaults to the client, as the seed defaults
+   * it to the manager's API reader: without one every deletion of a registered runner would fail.
    */
   apiReader?: Reader;
   /** The clock, for tests of the time-based branches. */
@@ -99,7 +99,7 @@ export function setupEphemeralRunnerController(
     {
       client: parts.client,
       cache: parts.cache,
-      apiReader: parts.apiReader,
+      apiReader: parts.apiReader ?? parts.client,
       actions: parts.actions,
       unregistrations,
       phaseMetrics: new EphemeralRunnerPhaseMetrics(logger, registry),
