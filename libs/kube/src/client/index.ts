@@ -14,3 +14,4 @@ export {
 } from './errors';
 export { KubeClient, type KubeClientOptions } from './kube-client';
 export { resourcePath } from './paths';
+export { checkKubeConfig, KubeConfigError } from './kubeconfig-check';
