@@ -29,5 +29,10 @@ export {
   type ProxyCredentials,
 } from './proxy';
 export { parseCertificateBundle, type CertificateBundle } from './root-cas';
-export { SecretResolver, type SecretResolverOptions } from './secret-resolver';
+export {
+  isCredentialFailure,
+  RememberedCredentialFailure,
+  SecretResolver,
+  type SecretResolverOptions,
+} from './secret-resolver';
 export { SecretsModule, type SecretsModuleOptions } from './secrets.module';
