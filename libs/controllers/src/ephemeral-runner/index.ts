@@ -13,3 +13,11 @@ export { runnerSelfDeregistered } from './runner-registration';
 export { buildJitSecret, buildRunnerPod, proxyEnv, runnerIdFromSecret } from './runner-resources';
 export * from './setup';
 export * from './unregistration-queue';
+export {
+  SCALE_SET_LEDGER_NAME,
+  ScaleSetLedger,
+  holderOf,
+  rememberingScaleSets,
+  type ScaleSetLedgerEntry,
+  type ScaleSetLedgerOptions,
+} from './scale-set-ledger';

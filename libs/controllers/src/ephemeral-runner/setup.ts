@@ -14,6 +14,7 @@ import { EventRecorder } from '../events/event-recorder';
 import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import { OrphanRegistrationSweep } from './orphan-sweep';
+import { ScaleSetLedger, rememberingScaleSets } from './scale-set-ledger';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
 import { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
@@ -30,6 +31,14 @@ export interface EphemeralRunnerControllerConfig {
   failureBackoffBaseMs?: number;
   orphanSweepIntervalMs?: number;
   orphanGraceMs?: number;
+  /** Orphaned registrations one sweep pass queues for removal at most (50). */
+  orphanMaxRemovalsPerPass?: number;
+  /**
+   * The controller's own namespace, where the ConfigMap `aro-runner-scale-sets` remembers the scale
+   * sets it registered runners on (the orphan sweep's durable memory). Defaults to the watched
+   * namespace, then `default`; the app passes its POD_NAMESPACE.
+   */
+  ledgerNamespace?: string;
   /** How long a shutdown gives queued registration removals. */
   unregistrationDrainTimeoutMs?: number;
   /** Retry of a removal the service refused because the runner is executing a job. */
@@ -60,6 +69,7 @@ export interface EphemeralRunnerController {
   reconciler: EphemeralRunnerReconciler;
   unregistrations: UnregistrationQueue;
   sweep: OrphanRegistrationSweep;
+  ledger: ScaleSetLedger;
 }
 
 /**
@@ -80,14 +90,21 @@ export function setupEphemeralRunnerController(
     jobStillRunningRetryMs: config.unregistrationJobStillRunningRetryMs,
     registry,
   });
+  const ledger = new ScaleSetLedger({
+    client: parts.client,
+    namespace: config.ledgerNamespace || config.namespace || 'default',
+    logger: logger.child({ component: 'scale-set-ledger' }),
+  });
   const sweep = new OrphanRegistrationSweep({
     reader: parts.apiReader ?? parts.client,
     actions: parts.actions,
     queue: unregistrations,
+    ledger,
     logger: logger.child({ component: 'orphan-registration-sweep' }),
     namespace: config.namespace || undefined,
     intervalMs: config.orphanSweepIntervalMs,
     graceMs: config.orphanGraceMs,
+    maxRemovalsPerPass: config.orphanMaxRemovalsPerPass,
     registry,
   });
   const eventsMode = config.events ?? 'all';
@@ -100,7 +117,8 @@ export function setupEphemeralRunnerController(
       client: parts.client,
       cache: parts.cache,
       apiReader: parts.apiReader ?? parts.client,
-      actions: parts.actions,
+      // Every registration starts by asking for a client: the scale set is remembered before it.
+      actions: rememberingScaleSets(parts.actions, ledger),
       unregistrations,
       phaseMetrics: new EphemeralRunnerPhaseMetrics(logger, registry),
       events: recorder,
@@ -125,5 +143,5 @@ export function setupEphemeralRunnerController(
     .complete(reconciler);
   parts.manager.add(unregistrations);
   parts.manager.add(sweep);
-  return { reconciler, unregistrations, sweep };
+  return { reconciler, unregistrations, sweep, ledger };
 }
