@@ -347,3 +347,50 @@ export function controllerSuite(): ControllerSuite {
     },
   };
 }
+
+async function metricSum(registry: Registry, name: string): Promise<number> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+  return values
+    .filter((v) => v.labels.controller === undefined || v.labels.controller === 'ephemeralrunner')
+    .filter((v) => v.labels.name === undefined || v.labels.name === 'ephemeralrunner')
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+/**
+ * The reconciles the fixture's controller finished, and how many failed, from its own metrics
+ * registry: one controller per test and namespace, so these count only the test's runners.
+ */
+export async function reconcileCounts(f: ControllerFixture): Promise<{ total: number; errors: number }> {
+  return {
+    total: await metricSum(f.registry, 'controller_runtime_reconcile_total'),
+    errors: await metricSum(f.registry, 'controller_runtime_reconcile_errors_total'),
+  };
+}
+
+async function idle(f: ControllerFixture): Promise<boolean> {
+  return (
+    (await metricSum(f.registry, 'controller_runtime_active_workers')) === 0 &&
+    (await metricSum(f.registry, 'workqueue_depth')) === 0
+  );
+}
+
+/** Waits until nothing is being reconciled or queued, and returns the reconcile count then. */
+export async function idleReconcileCount(f: ControllerFixture): Promise<number> {
+  await waitFor(() => idle(f), { description: 'the controller idle (no reconcile running or queued)' });
+  return (await reconcileCounts(f)).total;
+}
+
+/**
+ * Evidence that the controller looked at what the test changed: taken idle before the change
+ * (`since`, from idleReconcileCount), it has reconciled since and is idle again, so whatever the
+ * test asserts next is what the controller decided, not what it has not got to yet.
+ */
+export async function waitForReconcileSince(
+  f: ControllerFixture,
+  since: number,
+  description: string,
+): Promise<void> {
+  await waitFor(async () => (await reconcileCounts(f)).total > since && (await idle(f)), {
+    description: `a reconcile after ${description}, and the controller idle again`,
+  });
+}

@@ -1,4 +1,4 @@
-import { EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import {
@@ -112,6 +112,38 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     await waitFor(() => sim.runner('crash-a') === undefined, {
       description: 'the orphaned registration removed',
     });
+  });
+
+  it('removes the registration of an Outdated runner whose queued removal a crash lost, while the runner stays', async () => {
+    const first = (f = await startControllerFixture(sim, { config: { unregistrationDrainTimeoutMs: 0 } }));
+    await first.createRunner('crash-o');
+    await first.waitForPod('crash-o', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(first.namespace, 'crash-o');
+    await first.waitForRunner('crash-o', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const faultId = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });
+    await runnerContainerTerminated(first.namespace, 'crash-o', 7, { phase: 'Failed' });
+    await first.waitForRunner(
+      'crash-o',
+      (r) =>
+        r?.status?.phase === 'Outdated' &&
+        !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER),
+      'Outdated, its registration released to the queue',
+    );
+    await first.stop();
+    f = undefined;
+    sim.removeFault(faultId);
+    expect(sim.runner('crash-o')).toBeDefined();
+
+    g = await startControllerFixture(sim, {
+      namespace: first.namespace,
+      scaleSetId: first.scaleSetId,
+      skipSecret: true,
+      config: { orphanGraceMs: 500 },
+    });
+    await waitFor(() => sim.runner('crash-o') === undefined, {
+      description: 'the released registration of the Outdated runner removed',
+    });
+    expect((await g.runner('crash-o'))?.status?.phase).toBe('Outdated');
   });
 
   it('leaves alone registrations of runners that exist once the grace has passed, and removes the orphan beside them', async () => {

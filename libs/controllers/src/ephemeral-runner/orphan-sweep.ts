@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind, isDone } from '@aro/api';
 import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
 import {
   type ActionsServiceClient,
@@ -247,12 +247,20 @@ export class OrphanRegistrationSweep implements Runnable {
     return undefined;
   }
 
-  /** Names of the EphemeralRunners in every namespace this controller watches. */
+  /**
+   * Names of the EphemeralRunners in every namespace this controller watches that still hold their
+   * registration. A finished runner (Failed, Outdated) whose registration finalizer is gone released
+   * it: its removal was queued, and if a crash lost that removal nothing else would ever make it,
+   * since the runner stays until its set deletes it.
+   */
   private async watchedRunnerNames(): Promise<Set<string>> {
     const runners = await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, {
       namespace: this.opts.namespace,
     });
-    return new Set(runners.map((r) => r.metadata?.name ?? ''));
+    const holding = runners.filter(
+      (r) => !(isDone(r) && !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER)),
+    );
+    return new Set(holding.map((r) => r.metadata?.name ?? ''));
   }
 
   private async stillOrphaned(
