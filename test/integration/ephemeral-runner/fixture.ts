@@ -220,6 +220,8 @@ export async function startControllerFixture(
       orphanSweepIntervalMs: 60 * 60_000,
       unregistrationDrainTimeoutMs: 2_000,
       unregistrationJobStillRunningRetryMs: 200,
+      // The scale set ledger beside the runners: a restarted fixture on the namespace finds it.
+      ledgerNamespace: namespace,
       ...opts.config,
     },
   );

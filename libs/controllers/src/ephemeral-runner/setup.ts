@@ -35,8 +35,9 @@ export interface EphemeralRunnerControllerConfig {
   orphanMaxRemovalsPerPass?: number;
   /**
    * The controller's own namespace, where the ConfigMap `aro-runner-scale-sets` remembers the scale
-   * sets it registered runners on (the orphan sweep's durable memory). Defaults to the watched
-   * namespace, then `default`; the app passes its POD_NAMESPACE.
+   * sets it registered runners on (the orphan sweep's durable memory). Defaults to POD_NAMESPACE,
+   * then the watched namespace, then `default`. The controller needs get, create and patch on
+   * ConfigMaps there.
    */
   ledgerNamespace?: string;
   /** How long a shutdown gives queued registration removals. */
@@ -92,7 +93,8 @@ export function setupEphemeralRunnerController(
   });
   const ledger = new ScaleSetLedger({
     client: parts.client,
-    namespace: config.ledgerNamespace || config.namespace || 'default',
+    // The Downward API's POD_NAMESPACE is the controller's own namespace, where its Role is.
+    namespace: config.ledgerNamespace || process.env.POD_NAMESPACE || config.namespace || 'default',
     logger: logger.child({ component: 'scale-set-ledger' }),
   });
   const sweep = new OrphanRegistrationSweep({
