@@ -82,7 +82,6 @@ export class RememberedCredentialFailure extends Error {
 
 interface CredentialFailure {
   error: unknown;
-  at: number;
   until: number;
 }
 
@@ -211,11 +210,13 @@ export class SecretResolver {
     const failed = this.failedCredentials.get(key);
     const now = this.now();
     if (failed && failed.until > now) {
+      // The same words for the whole time it is remembered, so that the Events of the retries it
+      // answers fold into one.
       const cause = failed.error instanceof Error ? failed.error.message : String(failed.error);
       throw new RememberedCredentialFailure(
         `the GitHub credentials in ${holder.namespace}/${holder.githubConfigSecret} were refused for ` +
-          `${holder.githubConfigUrl} ${Math.round((now - failed.at) / 1000)}s ago (${cause}); not asking the ` +
-          `service again before ${new Date(failed.until).toISOString()} unless the Secret changes`,
+          `${holder.githubConfigUrl} (${cause}); not asking the service again before ` +
+          `${new Date(failed.until).toISOString()} unless the Secret changes`,
         failed.error,
       );
     }
@@ -240,7 +241,7 @@ export class SecretResolver {
     const remember = (err: unknown) => {
       if (isCredentialFailure(err) && !(err instanceof RememberedCredentialFailure)) {
         const at = this.now();
-        this.failedCredentials.set(key, { error: err, at, until: at + this.failureTtlMs });
+        this.failedCredentials.set(key, { error: err, until: at + this.failureTtlMs });
         // Bounded: entries are dropped once expired, checked as new ones come.
         for (const [k, v] of this.failedCredentials) if (v.until <= at) this.failedCredentials.delete(k);
       }

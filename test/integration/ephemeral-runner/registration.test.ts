@@ -128,4 +128,38 @@ describe('EphemeralRunner registration', () => {
     const runner = await f.kube.get<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'reg-g');
     expect(runner.metadata?.deletionTimestamp).toBeUndefined();
   });
+
+  it('asks the service once, not once per runner and retry, about a credential it refuses', async () => {
+    f = await suite.start({ start: false });
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'wrong-pat', namespace: f.namespace },
+      stringData: { github_token: 'ghp_not-a-token-the-simulator-knows' },
+    });
+    const names = ['cred-a', 'cred-b', 'cred-c'];
+    for (const name of names) {
+      await f.createRunner(name, (spec) => {
+        spec.githubConfigSecret = 'wrong-pat';
+      });
+    }
+    suite.sim.resetCallCounts();
+    await f.manager.start();
+    // Evidence that every runner tried, and tried again: its RegistrationFailed Event counted twice.
+    await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        return names.every((name) =>
+          list.some(
+            (e) =>
+              e.involvedObject?.name === name && e.reason === 'RegistrationFailed' && (e.count ?? 0) >= 2,
+          ),
+        );
+      },
+      { description: 'a RegistrationFailed event counted twice on each of the three runners' },
+    );
+    // Two reconciles run at once, so two may ask before the first answer comes back; no more.
+    expect(suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token')).toBeLessThanOrEqual(2);
+    expect(suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token')).toBeGreaterThanOrEqual(
+      1,
+    );
+  });
 });
