@@ -102,6 +102,11 @@ export class SecretResolver {
   private readonly now: () => number;
   /** Keyed by config URL, namespace and a hash of the credential: never the credential itself. */
   private readonly failedCredentials = new Map<string, CredentialFailure>();
+  /**
+   * One remembering wrapper per client, so that the same inputs still give the same object: the
+   * MultiClient's client already stands for one credential, config URL and namespace.
+   */
+  private readonly wrapped = new WeakMap<ActionsServiceClient, ActionsServiceClient>();
 
   constructor(opts: SecretResolverOptions) {
     this.kube = opts.kube;
@@ -238,6 +243,8 @@ export class SecretResolver {
 
   /** The client, with every call that fails for the credential remembered under `key`. */
   private remembering(client: ActionsServiceClient, key: string): ActionsServiceClient {
+    const existing = this.wrapped.get(client);
+    if (existing) return existing;
     const remember = (err: unknown) => {
       if (isCredentialFailure(err) && !(err instanceof RememberedCredentialFailure)) {
         const at = this.now();
@@ -247,7 +254,7 @@ export class SecretResolver {
       }
       throw err;
     };
-    return new Proxy(client, {
+    const wrapper = new Proxy(client, {
       get(target, prop, receiver) {
         const value: unknown = Reflect.get(target, prop, receiver);
         if (typeof value !== 'function') return value;
@@ -257,6 +264,8 @@ export class SecretResolver {
         };
       },
     });
+    this.wrapped.set(client, wrapper);
+    return wrapper;
   }
 
   private sourceFor(holder: GitHubConfigHolder): CredentialSource {
