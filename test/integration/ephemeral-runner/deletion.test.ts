@@ -6,7 +6,13 @@ import {
 } from '@aro/api';
 import { PodKind, SecretKind } from '@aro/kube';
 import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
-import { ControllerFixture, controllerSuite, createScaleSet, FixtureOptions } from './fixture';
+import {
+  ControllerFixture,
+  controllerSuite,
+  createScaleSet,
+  FixtureOptions,
+  reconcileCounts,
+} from './fixture';
 
 describe('EphemeralRunner deletion', () => {
   const suite = controllerSuite();
@@ -95,10 +101,20 @@ describe('EphemeralRunner deletion', () => {
     });
     await deleteRunner('del-e');
     await f.manager.start();
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The refusal is a reconcile error, retried with backoff: evidence that the controller looked.
+    await waitFor(async () => (await reconcileCounts(f)).errors >= 1, {
+      description: 'a failed reconcile of del-e',
+    });
     const runner = await f.runner('del-e');
     expect(runner?.metadata?.finalizers).toContain(EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
     expect(suite.sim.runner('del-e')?.id).toBe(foreign.runner.id);
+  });
+
+  it('removes the registration of a deleted runner when setup was given no uncached reader (the client is the default)', async () => {
+    await pendingRunner('del-i', { withoutApiReader: true });
+    await deleteRunner('del-i');
+    await f.waitForRunner('del-i', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    await registrationGone('del-i');
   });
 
   it('deletes the pods and secrets the container hook made for the runner', async () => {
