@@ -89,6 +89,31 @@ describe('EphemeralRunner deletion', () => {
     await registrationGone('del-d');
   });
 
+  it('deletes a runner that never registered and whose config cannot build a client, without asking the service', async () => {
+    f = await suite.start();
+    const callsBefore = Object.values(suite.sim.callCounts()).reduce((a, b) => a + b, 0);
+    await f.createRunner('del-j', (spec) => {
+      spec.githubConfigUrl = 'not a url';
+    });
+    await f.createRunner('del-k', (spec) => {
+      spec.githubConfigSecret = 'no-such-secret';
+    });
+    for (const name of ['del-j', 'del-k']) {
+      // Both finalizers on: the controller took the runner in, then failed to register it.
+      await f.waitForRunner(
+        name,
+        (r) => r?.metadata?.finalizers?.includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER) ?? false,
+        'the registration finalizer',
+      );
+      await deleteRunner(name);
+    }
+    for (const name of ['del-j', 'del-k']) {
+      await f.waitForRunner(name, (r) => r === undefined, `${name} to be gone`);
+    }
+    const callsAfter = Object.values(suite.sim.callCounts()).reduce((a, b) => a + b, 0);
+    expect(callsAfter - callsBefore).toBe(0);
+  });
+
   it('refuses to drop the finalizer when the name is registered to another scale set', async () => {
     f = await suite.start({ start: false });
     const otherSet = await createScaleSet(suite.sim, `other-${Date.now()}`);

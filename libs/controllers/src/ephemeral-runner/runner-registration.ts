@@ -4,6 +4,7 @@ import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/a
 import { isNotFound as isActionsNotFound, isRunnerExists } from '@aro/actions';
 import { PodKind, Reader, SecretKind, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
+import { isUnusableConfig } from './config-failure';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { runnerIdFromSecret } from './runner-resources';
 
@@ -145,6 +146,17 @@ export async function registeredRunnerId(
   try {
     client = await getClient();
   } catch (err) {
+    // No registration can have been made through a configuration no client can be built from (an
+    // invalid URL, a missing Secret, a refused credential): the registration this runner would hold
+    // is one it never got. Holding the finalizer until someone fixes the configuration would make
+    // the runner impossible to delete, for a registration that does not exist.
+    if (isUnusableConfig(err)) {
+      log.info(
+        'No Actions client can be built for a runner without a recorded ID or jitconfig secret; it never registered',
+        { reason: describe(err) },
+      );
+      return 0;
+    }
     throw new Error(
       `failed to get actions client for a runner without a recorded ID or jitconfig secret: ${describe(err)}`,
       { cause: err },
