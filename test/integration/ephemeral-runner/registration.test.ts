@@ -62,10 +62,19 @@ describe('EphemeralRunner registration', () => {
       spec: { containers: [{ name: 'runner', image: 'r' }] },
     });
     await f.manager.start();
-    // Keeping both is a reconcile error (retried with backoff): evidence that the controller looked.
-    await waitFor(async () => (await reconcileCounts(f)).errors >= 1, {
-      description: 'a failed reconcile of reg-d',
-    });
+    // Keeping both is said with a Warning Event naming the secret and the key (evidence that the
+    // controller looked), and looked at again on a slow backoff, not thrown as an error.
+    const event = await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        return list.find((e) => e.involvedObject?.name === 'reg-d' && e.reason === 'CorruptJitConfigSecret');
+      },
+      { description: 'a CorruptJitConfigSecret event on reg-d' },
+    );
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain(`${f.namespace}/reg-d`);
+    expect(event.message).toContain('"runnerId"');
+    expect((await reconcileCounts(f)).errors).toBe(0);
     expect(b64((await f.secret('reg-d'))?.data?.runnerId)).toBe('-4');
     expect(suite.sim.runner('reg-d')).toBeUndefined();
   });

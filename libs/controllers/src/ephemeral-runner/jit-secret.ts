@@ -1,5 +1,10 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  JitSecretKeys,
+} from '@aro/api';
 import { LazyCopy, PodKind, type Result, SecretKind, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import {
@@ -88,7 +93,6 @@ export class JitSecrets {
     log: Logger,
   ): Promise<Result> {
     const { namespace = '', name = '' } = runner.metadata ?? {};
-    log.error('The jitconfig secret holds an invalid runner ID', cause);
     if (!this.ctx.deps.apiReader) {
       throw new Error(
         `cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`,
@@ -106,7 +110,7 @@ export class JitSecrets {
           { cause: podErr },
         );
       }
-      log.info('Deleting the corrupted jitconfig secret; no pod uses it');
+      log.warn('Deleting the corrupted jitconfig secret; no pod uses it', { reason: describe(cause) });
       this.status.event(
         runner,
         'Warning',
@@ -118,8 +122,23 @@ export class JitSecrets {
       });
       return requeueAfter(REGISTRATION_RETRY_MS);
     }
-    throw new Error(`the jitconfig secret is corrupt and its pod exists, keeping both: ${describe(cause)}`, {
-      cause,
+    // The pod exists, so the secret may be what a live runner started from: neither is touched. Only
+    // a person (or the pod's end) can settle it, so the runner is looked at again on the slow backoff,
+    // with one Event that folds its repeats and one line per look, instead of an error per retry.
+    const where = `${namespace}/${name}`;
+    this.status.event(
+      runner,
+      'Warning',
+      'CorruptJitConfigSecret',
+      `jitconfig secret ${where} key "${JitSecretKeys.runnerId}": ${describe(cause)}; its pod exists, so both are kept`,
+    );
+    const wait = this.ctx.slowRetries.next(where);
+    log.warn('The jitconfig secret is corrupt and its pod exists; keeping both', {
+      secret: where,
+      key: JitSecretKeys.runnerId,
+      reason: describe(cause),
+      requeueAfterMs: wait,
     });
+    return requeueAfter(wait);
   }
 }
