@@ -61,13 +61,20 @@ function setup() {
   const kube = new FakeKubeClient(() => clock.now);
   const actions = new FakeActions();
   const events: Array<{ type: string; reason: string; message: string }> = [];
+  /** The registration removals handed to the queue: what the unregistration workers would remove. */
+  const queued: Array<{ name: string; runnerId: number }> = [];
   const reconciler = new EphemeralRunnerReconciler(
     {
       client: kube,
       cache: kube,
       apiReader: kube,
       actions: { getActionsClient: async () => actions as unknown as ActionsServiceClient },
-      unregistrations: { push: () => true },
+      unregistrations: {
+        push: (r: EphemeralRunner, id: number) => {
+          queued.push({ name: r.metadata?.name ?? '', runnerId: id });
+          return true;
+        },
+      },
       events: { record: (_obj, type, reason, message) => events.push({ type, reason, message }) },
       logger: silentLogger,
       now: () => clock.now,
@@ -95,7 +102,7 @@ function setup() {
     change(r);
     return kube.seed(EphemeralRunnerKind, r);
   };
-  return { clock, kube, actions, events, reconcile, runner, createRunner };
+  return { clock, kube, actions, events, queued, reconcile, runner, createRunner };
 }
 
 describe('EphemeralRunnerReconciler requeue intervals', () => {
@@ -312,5 +319,21 @@ describe('EphemeralRunnerReconciler on a runner without a spec', () => {
     expect(s.runner()?.metadata?.deletionTimestamp).toBeDefined();
     await expect(s.reconcile()).resolves.toEqual({});
     expect(s.runner()).toBeUndefined();
+  });
+});
+
+describe('EphemeralRunnerReconciler releasing a registration', () => {
+  it('still queues the removal when the patch dropping the registration finalizer answers NotFound (seed 749-758)', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];
+      r.status = { runnerId: 42, runnerName: NAME, phase: 'Failed' };
+    });
+    // The runner is gone from the API server while the cache still shows it.
+    s.kube.mergePatch = async () => {
+      throw apiError(404, 'NotFound', `ephemeralrunners "${NAME}" not found`);
+    };
+    await s.reconcile();
+    expect(s.queued).toEqual([{ name: NAME, runnerId: 42 }]);
   });
 });

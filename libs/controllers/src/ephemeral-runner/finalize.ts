@@ -147,10 +147,15 @@ export class RunnerFinalization {
       // release yet gets a conflict rather than a second removal.
       updated = await this.status.patch(runner, copy.mergePatch({ optimisticLock: true }));
     } catch (err) {
-      // NotFound: another actor removed it and the runner finished deleting; nothing left to queue
-      // twice. A conflict is returned as is for the caller to look again. Any other failure leaves the
-      // removal to the retry rather than queueing it twice.
-      if (isNotFound(err)) return runner;
+      // NotFound: another actor removed the finalizer and the runner finished deleting. Its
+      // registration is still queued, as the seed does: nothing else will ever remove it, and a
+      // removal the service finds already done costs one answer. A conflict is returned as is for the
+      // caller to look again. Any other failure leaves the removal to the retry rather than queueing
+      // it twice.
+      if (isNotFound(err)) {
+        if (runnerId !== 0) this.ctx.deps.unregistrations.push(runner, runnerId);
+        return runner;
+      }
       if (isConflict(err)) throw err;
       throw new Error(`failed to remove the runner registration finalizer: ${describe(err)}`, { cause: err });
     }
