@@ -114,6 +114,25 @@ describe('EphemeralRunner deletion', () => {
     expect(callsAfter - callsBefore).toBe(0);
   });
 
+  it('queues again, after a restart, the removal of a Failed runner whose queued removal was lost', async () => {
+    // As a crash leaves it: the registration finalizer already dropped (the removal was queued in
+    // memory), the registration still on the service.
+    f = await suite.start({ start: false });
+    const jit = await suite
+      .actions()
+      .generateJitRunnerConfig({ name: 'del-l', workFolder: '' }, f.scaleSetId);
+    await f.createRunner('del-l');
+    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-l', {
+      metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER] },
+    });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, 'del-l', {
+      status: { phase: 'Failed', runnerId: jit.runner.id, runnerName: 'del-l' },
+    });
+    await f.manager.start();
+    await registrationGone('del-l');
+    expect((await f.runner('del-l'))?.status?.phase).toBe('Failed');
+  });
+
   it('refuses to drop the finalizer when the name is registered to another scale set', async () => {
     f = await suite.start({ start: false });
     const otherSet = await createScaleSet(suite.sim, `other-${Date.now()}`);

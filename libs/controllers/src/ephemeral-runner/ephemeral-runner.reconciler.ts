@@ -108,6 +108,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       );
       this.status.forget(key);
       this.ctx.slowRetries.reset(key);
+      this.registration.forget(key);
       return done;
     }
 
@@ -202,6 +203,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return { requeue: true };
       }
     }
+    this.registration.requeueLostRemoval(runner, log);
     await this.cleanup.resources(runner, log);
     log.info('Runner has finished; waiting for its EphemeralRunnerSet to delete it', {
       phase: runner.status?.phase,
