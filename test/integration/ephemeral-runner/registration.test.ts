@@ -3,7 +3,13 @@ import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { EventKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
-import { ControllerFixture, controllerSuite, createScaleSet, reconcileCounts } from './fixture';
+import {
+  ControllerFixture,
+  controllerSuite,
+  createScaleSet,
+  idleReconcileCount,
+  reconcileCounts,
+} from './fixture';
 
 const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
@@ -169,5 +175,34 @@ describe('EphemeralRunner registration', () => {
     expect(suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token')).toBeGreaterThanOrEqual(
       1,
     );
+  });
+
+  it('retries a refused credential on a slow per-runner backoff, not as reconcile errors', async () => {
+    f = await suite.start({ start: false });
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'wrong-pat', namespace: f.namespace },
+      stringData: { github_token: 'ghp_not-a-token-the-simulator-knows' },
+    });
+    await f.createRunner('cred-slow', (spec) => {
+      spec.githubConfigSecret = 'wrong-pat';
+    });
+    suite.sim.resetCallCounts();
+    await f.manager.start();
+    const attempts = async () =>
+      (await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace }))
+        .filter((e) => e.involvedObject?.name === 'cred-slow' && e.reason === 'RegistrationFailed')
+        .reduce((sum, e) => sum + (e.count ?? 1), 0);
+    // Evidence that the controller tried, and came back to try again.
+    await waitFor(async () => (await attempts()) >= 2, {
+      description: 'RegistrationFailed counted twice on cred-slow',
+    });
+    // Each attempt asks the service at most once (fewer: the resolver remembers the refusal) ...
+    const tokenCalls = suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token');
+    expect(tokenCalls).toBeGreaterThanOrEqual(1);
+    expect(tokenCalls).toBeLessThanOrEqual(await attempts());
+    // ... and the retries were requeued on the runner's own backoff, not thrown into the error backoff
+    // (read once the controller is idle, so that a reconcile in flight has been counted).
+    await idleReconcileCount(f);
+    expect((await reconcileCounts(f)).errors).toBe(0);
   });
 });

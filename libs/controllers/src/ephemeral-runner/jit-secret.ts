@@ -15,6 +15,7 @@ import {
   removeFinalizer,
   requeueAfter,
 } from './reconciler-context';
+import { isUnfixableByRetry } from './config-failure';
 import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
 import { buildJitSecret } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
@@ -68,6 +69,17 @@ export class JitSecrets {
         return { result: done };
       }
       this.status.event(runner, 'Warning', 'RegistrationFailed', describe(err));
+      if (isUnfixableByRetry(err)) {
+        // A refused credential or an invalid config URL stays so until a person changes the Secret or
+        // the spec: retried at the controller's error backoff it asked the service a dozen times in
+        // seconds for one runner. Spaced per runner instead, from 5 s up to 5 min.
+        const wait = this.ctx.slowRetries.next(`${namespace}/${name}`);
+        log.warn('Registration failed in a way only a configuration change can fix; retrying slowly', {
+          reason: describe(err),
+          requeueAfterMs: wait,
+        });
+        return { result: requeueAfter(wait) };
+      }
       throw err;
     }
 
