@@ -2,7 +2,7 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EPHEMERAL_RUNNER_CONTAINER_NAME, EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
 import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/actions';
 import { isNotFound as isActionsNotFound, isRunnerExists } from '@aro/actions';
-import { PodKind, Reader, SecretKind, isNotFound } from '@aro/kube';
+import { PodKind, Reader, SecretKind, TerminalError, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isUnusableConfig } from './config-failure';
 import { isBeingDeleted, podTerminated } from './pod-state';
@@ -168,7 +168,9 @@ export async function registeredRunnerId(
     return 0;
   }
   if (existing.runnerScaleSetId !== runner.spec.runnerScaleSetId) {
-    throw new Error(
+    // Terminal: no retry changes which scale set holds the name; the next change to the runner (or a
+    // manual removal of that registration) brings it back.
+    throw new TerminalError(
       `runner registration ${existing.id} found by name belongs to runner scale set ${existing.runnerScaleSetId}, expected ${runner.spec.runnerScaleSetId}`,
     );
   }
