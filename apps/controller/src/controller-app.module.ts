@@ -76,6 +76,8 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     orphanSweepIntervalMs: config.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000,
     orphanGraceMs: config.ORPHAN_GRACE_SECONDS * 1000,
     drainTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    // The Downward API's POD_NAMESPACE is the controller's own namespace, where its Role is.
+    ledgerNamespace: config.POD_NAMESPACE || config.WATCH_NAMESPACE || 'default',
     ...overrides.unregistration,
   };
   return { kube, ephemeralRunner, unregistration, actions: overrides.actions ?? {} };

@@ -47,6 +47,51 @@ describe('createLogger', () => {
   });
 });
 
+describe('one key once per line', () => {
+  const keyCount = (line: string, key: string) => line.split(`"${key}":`).length - 1;
+
+  it("lets a child's binding replace its parent's instead of repeating the key", () => {
+    const { logger, lines } = capture('json');
+    logger.child({ component: 'cache' }).child({ component: 'informer' }).info('Synced');
+    expect(keyCount(lines[0], 'component')).toBe(1);
+    expect(JSON.parse(lines[0])).toMatchObject({ component: 'informer' });
+  });
+
+  it('lets a call field replace a binding of the same name', () => {
+    const { logger, lines } = capture('json');
+    logger.child({ namespace: 'a', name: 'r' }).warn('Moved', { namespace: 'b' });
+    expect(keyCount(lines[0], 'namespace')).toBe(1);
+    expect(JSON.parse(lines[0])).toMatchObject({ namespace: 'b', name: 'r' });
+  });
+
+  it('keeps one err key when the fields carry one too', () => {
+    const { logger, lines } = capture('json');
+    logger.child({ err: 'bound' }).error('Failed', new Error('boom'), { err: 'field' });
+    expect(keyCount(lines[0], 'err')).toBe(1);
+    expect((JSON.parse(lines[0]) as { err: { message: string } }).err.message).toBe('boom');
+  });
+});
+
+describe('error messages', () => {
+  it('states a cause once when the message already carries it', () => {
+    const { logger, lines } = capture('json');
+    const cause = new Error('"not a url": invalid config URL, not an absolute URL');
+    const err = new Error(`failed to get actions client: ${cause.message}`, { cause });
+    logger.error('Reconciler error', err);
+    const { message } = (JSON.parse(lines[0]) as { err: { message: string } }).err;
+    expect(message).toBe(
+      'failed to get actions client: "not a url": invalid config URL, not an absolute URL',
+    );
+  });
+
+  it('still appends a cause the message does not mention', () => {
+    const { logger, lines } = capture('text');
+    const err = new Error('failed to delete the pod', { cause: new Error('connection reset') });
+    logger.error('Reconciler error', err);
+    expect(lines[0]).toContain('err="failed to delete the pod: connection reset"');
+  });
+});
+
 describe('getOrCreateCounter', () => {
   it('returns the already registered metric instead of throwing on a second registration', () => {
     const registry = new Registry();

@@ -26,29 +26,70 @@ export interface LoggerOptions {
   destination?: NodeJS.WritableStream;
 }
 
+/**
+ * Bindings are kept here and merged with each call's fields, not left to pino's child loggers: pino
+ * writes a child's bindings after its parent's without replacing them, so `component` bound twice
+ * (cache, then informer) came out as two `"component"` keys on one JSON line, which most log
+ * pipelines either reject or resolve to the first. Here the innermost value wins: a child's binding
+ * replaces its parent's, and a call's field replaces both.
+ */
 class PinoLogger implements Logger {
-  constructor(private readonly base: pino.Logger) {}
+  constructor(
+    private readonly base: pino.Logger,
+    private readonly bindings: LogFields = {},
+  ) {}
 
   debug(msg: string, fields?: LogFields): void {
-    this.base.debug(fields ?? {}, msg);
+    if (this.base.isLevelEnabled('debug')) this.base.debug(this.record(fields), msg);
   }
 
   info(msg: string, fields?: LogFields): void {
-    this.base.info(fields ?? {}, msg);
+    if (this.base.isLevelEnabled('info')) this.base.info(this.record(fields), msg);
   }
 
   warn(msg: string, fields?: LogFields): void {
-    this.base.warn(fields ?? {}, msg);
+    if (this.base.isLevelEnabled('warn')) this.base.warn(this.record(fields), msg);
   }
 
   error(msg: string, err?: unknown, fields?: LogFields): void {
     // pino serialises an Error under `err` with its stack; a non-Error thrown value is kept as is.
-    this.base.error(err === undefined ? (fields ?? {}) : { ...fields, err }, msg);
+    if (!this.base.isLevelEnabled('error')) return;
+    this.base.error(err === undefined ? this.record(fields) : { ...this.record(fields), err }, msg);
   }
 
   child(fields: LogFields): Logger {
-    return new PinoLogger(this.base.child(fields));
+    return new PinoLogger(this.base, { ...this.bindings, ...fields });
   }
+
+  private record(fields: LogFields | undefined): LogFields {
+    return fields === undefined ? this.bindings : { ...this.bindings, ...fields };
+  }
+}
+
+/**
+ * The message of an error and of its causes, each stated once. pino joins every cause's message to
+ * the error's own, but ARO's errors already carry their cause's message ("failed to get actions
+ * client: <cause>"), so the line said the cause twice. A cause whose message the text so far already
+ * contains adds nothing.
+ */
+export function messageOnce(err: Error): string {
+  let message = err.message;
+  const seen = new Set<unknown>([err]);
+  let cause: unknown = err.cause;
+  while (cause instanceof Error && !seen.has(cause)) {
+    seen.add(cause);
+    if (cause.message !== '' && !message.includes(cause.message)) message = `${message}: ${cause.message}`;
+    cause = cause.cause;
+  }
+  return message;
+}
+
+function serializeError(err: unknown): unknown {
+  const serialized: unknown = pino.stdSerializers.err(err as Error);
+  if (err instanceof Error && serialized !== null && typeof serialized === 'object') {
+    (serialized as { message: string }).message = messageOnce(err);
+  }
+  return serialized;
 }
 
 /**
@@ -103,6 +144,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       {
         level: opts.level ?? 'info',
         base: undefined,
+        serializers: { err: serializeError },
         // The text renderer reads pino's numeric levels and epoch times back; JSON gets names and ISO times.
         timestamp: text ? pino.stdTimeFunctions.epochTime : pino.stdTimeFunctions.isoTime,
         formatters: text ? {} : { level: (label) => ({ level: label }) },

@@ -29,7 +29,12 @@ export {
   type ProxyCredentials,
 } from './proxy';
 export { parseCertificateBundle, type CertificateBundle } from './root-cas';
-export { SecretResolver, type SecretResolverOptions } from './secret-resolver';
+export {
+  isCredentialFailure,
+  RememberedCredentialFailure,
+  SecretResolver,
+  type SecretResolverOptions,
+} from './secret-resolver';
 export {
   CredentialSourceProvider,
   SECRETS_MODULE_OPTIONS,

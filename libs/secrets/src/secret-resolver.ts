@@ -1,4 +1,12 @@
-import type { ActionsServiceClient, GitHubCredentials, MultiClient, ProxySettings } from '@aro/actions';
+import { createHash } from 'node:crypto';
+import {
+  ActionsServiceClient,
+  type GitHubCredentials,
+  type MultiClient,
+  type ProxySettings,
+  isActionsError,
+  parseGitHubConfigUrl,
+} from '@aro/actions';
 import type { KubeClient } from '@aro/kube';
 import { Logger, silentLogger } from '@aro/observability';
 import { withDeadline } from './abortable';
@@ -21,9 +29,61 @@ export interface SecretResolverOptions {
   logger?: Logger;
   /** Upper bound on one resolution (all its API reads together). */
   timeoutMs?: number;
+  /**
+   * How long a credential the service refused (401, 403, or 404 for the config URL) is refused here
+   * without asking again. A changed credential is a different one and is tried at once.
+   */
+  credentialFailureTtlMs?: number;
+  now?: () => number;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_CREDENTIAL_FAILURE_TTL_MS = 60_000;
+
+/** The GitHub endpoints that answer for the credential and the config URL, not for one runner. */
+const CREDENTIAL_ENDPOINTS = [
+  /\/runners\/registration-token$/,
+  /\/actions\/runner-registration$/,
+  /\/access_tokens$/,
+];
+
+/**
+ * Whether `err` (or an error it wraps) says the credential or the config URL is wrong: 401 or 403
+ * from any call, or 404 from the endpoints that exchange the credential for a token, which is how
+ * GitHub answers a config URL naming an organization or repository the credential cannot see. A
+ * retry cannot fix these until someone changes the Secret or the spec.
+ */
+export function isCredentialFailure(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof RememberedCredentialFailure) return true;
+    if (!isActionsError(e)) continue;
+    if (e.statusCode === 401 || e.statusCode === 403) return true;
+    if (e.statusCode === 404) {
+      const path = (() => {
+        try {
+          return new URL(e.url).pathname;
+        } catch {
+          return e.url;
+        }
+      })();
+      if (CREDENTIAL_ENDPOINTS.some((re) => re.test(path))) return true;
+    }
+  }
+  return false;
+}
+
+/** A credential refused moments ago, refused again without a call to the service. */
+export class RememberedCredentialFailure extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'RememberedCredentialFailure';
+  }
+}
+
+interface CredentialFailure {
+  error: unknown;
+  until: number;
+}
 
 /**
  * Turns what an AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner or AutoscalingListener
@@ -38,6 +98,15 @@ export class SecretResolver {
   private readonly sources: readonly CredentialSource[];
   private readonly log: Logger;
   private readonly timeoutMs: number;
+  private readonly failureTtlMs: number;
+  private readonly now: () => number;
+  /** Keyed by config URL, namespace and a hash of the credential: never the credential itself. */
+  private readonly failedCredentials = new Map<string, CredentialFailure>();
+  /**
+   * One remembering wrapper per client, so that the same inputs still give the same object: the
+   * MultiClient's client already stands for one credential, config URL and namespace.
+   */
+  private readonly wrapped = new WeakMap<ActionsServiceClient, ActionsServiceClient>();
 
   constructor(opts: SecretResolverOptions) {
     this.kube = opts.kube;
@@ -45,6 +114,8 @@ export class SecretResolver {
     this.sources = opts.sources ?? [new KubernetesSecretSource(opts.kube)];
     this.log = opts.logger ?? silentLogger;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.failureTtlMs = opts.credentialFailureTtlMs ?? DEFAULT_CREDENTIAL_FAILURE_TTL_MS;
+    this.now = opts.now ?? Date.now;
   }
 
   async getCredentials(holder: GitHubConfigHolder, signal?: AbortSignal): Promise<GitHubCredentials> {
@@ -124,20 +195,77 @@ export class SecretResolver {
     return bundle.certificates;
   }
 
-  /** Credentials, proxy and CAs resolved together, handed to the MultiClient's cache. */
+  /**
+   * Credentials, proxy and CAs resolved together, handed to the MultiClient's cache.
+   *
+   * A credential the service refused is remembered for `credentialFailureTtlMs`: many runners share
+   * one Secret, and without this each of them would ask the service again on each of its retries (a
+   * wrong PAT cost a dozen token exchanges in seconds for a single runner). The Secret is still read
+   * on every call, so a fixed credential, being a different one, is used at once. An invalid config
+   * URL fails before anything is read.
+   */
   async getActionsClient(holder: GitHubConfigHolder, signal?: AbortSignal): Promise<ActionsServiceClient> {
+    parseGitHubConfigUrl(holder.githubConfigUrl);
     const [credentials, proxy, rootCAs] = await Promise.all([
       this.getCredentials(holder, signal),
       this.getProxySettings(holder, signal),
       this.getRootCAs(holder, signal),
     ]);
-    return this.multiClient.getClientFor({
+    const key = this.credentialKey(holder, credentials);
+    const failed = this.failedCredentials.get(key);
+    const now = this.now();
+    if (failed && failed.until > now) {
+      // The same words for the whole time it is remembered, so that the Events of the retries it
+      // answers fold into one.
+      const cause = failed.error instanceof Error ? failed.error.message : String(failed.error);
+      throw new RememberedCredentialFailure(
+        `the GitHub credentials in ${holder.namespace}/${holder.githubConfigSecret} were refused for ` +
+          `${holder.githubConfigUrl} (${cause}); not asking the service again before ` +
+          `${new Date(failed.until).toISOString()} unless the Secret changes`,
+        failed.error,
+      );
+    }
+    if (failed) this.failedCredentials.delete(key);
+    const client = this.multiClient.getClientFor({
       configUrl: holder.githubConfigUrl,
       namespace: holder.namespace,
       credentials,
       proxy,
       rootCAs,
     });
+    return this.remembering(client, key);
+  }
+
+  private credentialKey(holder: GitHubConfigHolder, credentials: GitHubCredentials): string {
+    const fingerprint = createHash('sha256').update(JSON.stringify(credentials)).digest('hex');
+    return `${holder.githubConfigUrl}\n${holder.namespace}\n${fingerprint}`;
+  }
+
+  /** The client, with every call that fails for the credential remembered under `key`. */
+  private remembering(client: ActionsServiceClient, key: string): ActionsServiceClient {
+    const existing = this.wrapped.get(client);
+    if (existing) return existing;
+    const remember = (err: unknown) => {
+      if (isCredentialFailure(err) && !(err instanceof RememberedCredentialFailure)) {
+        const at = this.now();
+        this.failedCredentials.set(key, { error: err, until: at + this.failureTtlMs });
+        // Bounded: entries are dropped once expired, checked as new ones come.
+        for (const [k, v] of this.failedCredentials) if (v.until <= at) this.failedCredentials.delete(k);
+      }
+      throw err;
+    };
+    const wrapper = new Proxy(client, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+          return result instanceof Promise ? result.catch(remember) : result;
+        };
+      },
+    });
+    this.wrapped.set(client, wrapper);
+    return wrapper;
   }
 
   private sourceFor(holder: GitHubConfigHolder): CredentialSource {

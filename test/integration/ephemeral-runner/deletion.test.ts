@@ -6,7 +6,13 @@ import {
 } from '@aro/api';
 import { PodKind, SecretKind } from '@aro/kube';
 import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
-import { ControllerFixture, controllerSuite, createScaleSet, FixtureOptions } from './fixture';
+import {
+  ControllerFixture,
+  controllerSuite,
+  createScaleSet,
+  FixtureOptions,
+  reconcileCounts,
+} from './fixture';
 
 describe('EphemeralRunner deletion', () => {
   const suite = controllerSuite();
@@ -83,6 +89,50 @@ describe('EphemeralRunner deletion', () => {
     await registrationGone('del-d');
   });
 
+  it('deletes a runner that never registered and whose config cannot build a client, without asking the service', async () => {
+    f = await suite.start();
+    const callsBefore = Object.values(suite.sim.callCounts()).reduce((a, b) => a + b, 0);
+    await f.createRunner('del-j', (spec) => {
+      spec.githubConfigUrl = 'not a url';
+    });
+    await f.createRunner('del-k', (spec) => {
+      spec.githubConfigSecret = 'no-such-secret';
+    });
+    for (const name of ['del-j', 'del-k']) {
+      // Both finalizers on: the controller took the runner in, then failed to register it.
+      await f.waitForRunner(
+        name,
+        (r) => r?.metadata?.finalizers?.includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER) ?? false,
+        'the registration finalizer',
+      );
+      await deleteRunner(name);
+    }
+    for (const name of ['del-j', 'del-k']) {
+      await f.waitForRunner(name, (r) => r === undefined, `${name} to be gone`);
+    }
+    const callsAfter = Object.values(suite.sim.callCounts()).reduce((a, b) => a + b, 0);
+    expect(callsAfter - callsBefore).toBe(0);
+  });
+
+  it('queues again, after a restart, the removal of a Failed runner whose queued removal was lost', async () => {
+    // As a crash leaves it: the registration finalizer already dropped (the removal was queued in
+    // memory), the registration still on the service.
+    f = await suite.start({ start: false });
+    const jit = await suite
+      .actions()
+      .generateJitRunnerConfig({ name: 'del-l', workFolder: '' }, f.scaleSetId);
+    await f.createRunner('del-l');
+    await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'del-l', {
+      metadata: { finalizers: [EPHEMERAL_RUNNER_FINALIZER] },
+    });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, 'del-l', {
+      status: { phase: 'Failed', runnerId: jit.runner.id, runnerName: 'del-l' },
+    });
+    await f.manager.start();
+    await registrationGone('del-l');
+    expect((await f.runner('del-l'))?.status?.phase).toBe('Failed');
+  });
+
   it('refuses to drop the finalizer when the name is registered to another scale set', async () => {
     f = await suite.start({ start: false });
     const otherSet = await createScaleSet(suite.sim, `other-${Date.now()}`);
@@ -95,10 +145,20 @@ describe('EphemeralRunner deletion', () => {
     });
     await deleteRunner('del-e');
     await f.manager.start();
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The refusal is a reconcile error, retried with backoff: evidence that the controller looked.
+    await waitFor(async () => (await reconcileCounts(f)).errors >= 1, {
+      description: 'a failed reconcile of del-e',
+    });
     const runner = await f.runner('del-e');
     expect(runner?.metadata?.finalizers).toContain(EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
     expect(suite.sim.runner('del-e')?.id).toBe(foreign.runner.id);
+  });
+
+  it('removes the registration of a deleted runner when setup was given no uncached reader (the client is the default)', async () => {
+    await pendingRunner('del-i', { withoutApiReader: true });
+    await deleteRunner('del-i');
+    await f.waitForRunner('del-i', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    await registrationGone('del-i');
   });
 
   it('deletes the pods and secrets the container hook made for the runner', async () => {

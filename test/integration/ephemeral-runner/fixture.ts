@@ -8,6 +8,7 @@ import {
   EphemeralRunnerReconciler,
   EphemeralRunnerRegistration,
   OrphanRegistrationSweep,
+  ScaleSetLedger,
   UnregistrationQueue,
 } from '@aro/controllers';
 import {
@@ -49,6 +50,7 @@ export interface FixtureController {
   reconciler: EphemeralRunnerReconciler;
   unregistrations: UnregistrationQueue;
   sweep: OrphanRegistrationSweep;
+  ledger: ScaleSetLedger;
 }
 
 /** Test timings and limits, in the units of the modules (ms); what the environment cannot say. */
@@ -60,6 +62,11 @@ export interface FixtureControllerConfig {
   failureBackoffBaseMs?: number;
   orphanSweepIntervalMs?: number;
   orphanGraceMs?: number;
+  orphanMaxRemovalsPerPass?: number;
+  /** Where the scale set ledger lives; the fixture's default is the test namespace. */
+  ledgerNamespace?: string;
+  /** The namespace the sweep checks runners in (the informer stays on the test's); '' for all. */
+  namespace?: string;
   unregistrationDrainTimeoutMs?: number;
   unregistrationJobStillRunningRetryMs?: number;
   events?: 'all' | 'failures' | 'none';
@@ -217,6 +224,9 @@ export async function bootControllerModules(
         orphanSweepIntervalMs: c.orphanSweepIntervalMs ?? 60 * 60_000,
         drainTimeoutMs: c.unregistrationDrainTimeoutMs ?? 2_000,
         jobStillRunningRetryMs: c.unregistrationJobStillRunningRetryMs ?? 200,
+        orphanMaxRemovalsPerPass: c.orphanMaxRemovalsPerPass,
+        ledgerNamespace: c.ledgerNamespace,
+        namespace: c.namespace,
       },
       actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
     },
@@ -259,7 +269,14 @@ export async function startControllerFixture(
     opts.scaleSetId ?? (await createScaleSet(sim, `set-${process.pid}-${Date.now()}-${++scaleSetCounter}`));
   const configUrl = sim.configUrl({ org: 'octo' });
 
-  const app = await bootControllerModules(namespace, { ...opts, kubeConfig, logger, start: false });
+  const app = await bootControllerModules(namespace, {
+    ...opts,
+    // The scale set ledger beside the runners: a restarted fixture on the namespace finds it.
+    config: { ledgerNamespace: namespace, ...opts.config },
+    kubeConfig,
+    logger,
+    start: false,
+  });
   const manager = app.get(Manager);
   if (opts.faults?.failMergePatch) failMergePatches(app.get(KubeClient), opts.faults.failMergePatch);
   if (opts.faults?.hidePod) hidePods(app.get(InformerCache), opts.faults.hidePod);
@@ -268,6 +285,7 @@ export async function startControllerFixture(
     reconciler: registration.controller!.reconciler,
     unregistrations: app.get(UnregistrationQueue),
     sweep: app.get(OrphanRegistrationSweep),
+    ledger: app.get(ScaleSetLedger),
   };
   if (opts.start ?? true) await manager.start();
 
@@ -394,4 +412,51 @@ export function controllerSuite(): ControllerSuite {
       });
     },
   };
+}
+
+async function metricSum(registry: Registry, name: string): Promise<number> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+  return values
+    .filter((v) => v.labels.controller === undefined || v.labels.controller === 'ephemeralrunner')
+    .filter((v) => v.labels.name === undefined || v.labels.name === 'ephemeralrunner')
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+/**
+ * The reconciles the fixture's controller finished, and how many failed, from its own metrics
+ * registry: one controller per test and namespace, so these count only the test's runners.
+ */
+export async function reconcileCounts(f: ControllerFixture): Promise<{ total: number; errors: number }> {
+  return {
+    total: await metricSum(f.registry, 'controller_runtime_reconcile_total'),
+    errors: await metricSum(f.registry, 'controller_runtime_reconcile_errors_total'),
+  };
+}
+
+async function idle(f: ControllerFixture): Promise<boolean> {
+  return (
+    (await metricSum(f.registry, 'controller_runtime_active_workers')) === 0 &&
+    (await metricSum(f.registry, 'workqueue_depth')) === 0
+  );
+}
+
+/** Waits until nothing is being reconciled or queued, and returns the reconcile count then. */
+export async function idleReconcileCount(f: ControllerFixture): Promise<number> {
+  await waitFor(() => idle(f), { description: 'the controller idle (no reconcile running or queued)' });
+  return (await reconcileCounts(f)).total;
+}
+
+/**
+ * Evidence that the controller looked at what the test changed: taken idle before the change
+ * (`since`, from idleReconcileCount), it has reconciled since and is idle again, so whatever the
+ * test asserts next is what the controller decided, not what it has not got to yet.
+ */
+export async function waitForReconcileSince(
+  f: ControllerFixture,
+  since: number,
+  description: string,
+): Promise<void> {
+  await waitFor(async () => (await reconcileCounts(f)).total > since && (await idle(f)), {
+    description: `a reconcile after ${description}, and the controller idle again`,
+  });
 }

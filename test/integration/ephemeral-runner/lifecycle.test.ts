@@ -1,12 +1,19 @@
 import {
   EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
   EPHEMERAL_RUNNER_FINALIZER,
-  EphemeralRunner,
   EphemeralRunnerKind,
 } from '@aro/api';
 import { decodeJitConfig } from '../../../apps/simulator/src';
-import { runnerContainerRunning, runnerContainerTerminated, setPodStatus } from '../../harness';
-import { ControllerFixture, controllerSuite, USER_AGENT } from './fixture';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import { EventKind } from '@aro/kube';
+import { runnerContainerRunning, runnerContainerTerminated, setPodStatus, waitFor } from '../../harness';
+import {
+  ControllerFixture,
+  controllerSuite,
+  idleReconcileCount,
+  USER_AGENT,
+  waitForReconcileSince,
+} from './fixture';
 
 const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
@@ -113,6 +120,7 @@ describe('EphemeralRunner lifecycle', () => {
     f = await suite.start();
     await f.createRunner('runner-e');
     await f.waitForPod('runner-e', (p) => p !== undefined, 'the runner pod');
+    const before = await idleReconcileCount(f);
     await setPodStatus(f.namespace, 'runner-e', (pod) => ({
       ...pod.status,
       phase: 'Pending',
@@ -122,7 +130,7 @@ describe('EphemeralRunner lifecycle', () => {
     await f.kube.mergePatch(EphemeralRunnerKind, f.namespace, 'runner-e', {
       metadata: { labels: { poke: '1' } },
     });
-    await new Promise((r) => setTimeout(r, 500));
+    await waitForReconcileSince(f, before, 'the pod status and a runner label changed');
     expect((await f.runner('runner-e'))?.status?.phase).toBeUndefined();
   });
 
@@ -145,8 +153,9 @@ describe('EphemeralRunner lifecycle', () => {
     await f.waitForPod('runner-g', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-g');
     await f.waitForRunner('runner-g', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const before = await idleReconcileCount(f);
     await setPodStatus(f.namespace, 'runner-g', (pod) => ({ ...pod.status, phase: 'Succeeded' }));
-    await new Promise((r) => setTimeout(r, 500));
+    await waitForReconcileSince(f, before, 'the pod phase changed to Succeeded');
     const runner = await f.runner('runner-g');
     expect(runner?.status?.phase).toBe('Pending');
     expect(runner?.metadata?.deletionTimestamp).toBeUndefined();
@@ -169,16 +178,27 @@ describe('EphemeralRunner lifecycle', () => {
   });
 
   it('treats a Failed pod whose runner container exited 0 as success (scenarios 8, 9)', async () => {
+    // No job assigned: the wrong path (a failure without a job) would recreate the pod and keep the
+    // runner, and a failure with a job would delete it too but through a removal; only success ends
+    // with a RunnerSucceeded event and no removal call.
     f = await suite.start();
     await f.createRunner('runner-i');
     await f.waitForPod('runner-i', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-i');
     await f.waitForRunner('runner-i', (r) => r?.status?.phase === 'Pending', 'phase Pending');
-    await f.kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'runner-i', {
-      status: { jobId: 'job-9' },
-    });
+    suite.sim.resetCallCounts();
     suite.sim.runnerExited('runner-i', 0);
     await runnerContainerTerminated(f.namespace, 'runner-i', 0, { phase: 'Failed' });
     await f.waitForRunner('runner-i', (r) => r === undefined, 'the EphemeralRunner to be gone');
+    const succeeded = await waitFor(
+      async () =>
+        (await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace })).find(
+          (e) => e.involvedObject?.name === 'runner-i' && e.reason === 'RunnerSucceeded',
+        ),
+      { description: 'a RunnerSucceeded event on runner-i (the Succeeded phase was recorded)' },
+    );
+    expect(succeeded.type).toBe('Normal');
+    expect(suite.sim.callCount('DELETE agents/{id}')).toBe(0);
+    expect(suite.sim.runner('runner-i')).toBeUndefined();
   });
 });

@@ -1,8 +1,13 @@
-import { EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
-import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
-import { ControllerFixture, GITHUB_SECRET, startControllerFixture, startTestSimulator } from './fixture';
+import {
+  createTestNamespace,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  waitFor,
+} from '../../harness';
+import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
 
 describe('EphemeralRunner phase metrics and orphaned registrations', () => {
   let sim: RunningSimulator;
@@ -71,24 +76,9 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     );
   });
 
-  it('removes a registration left behind by a crash between releasing the finalizer and the removal', async () => {
-    // The first controller loses every removal: the service is unreachable for it.
+  it('removes a registration left behind by a crash, with no EphemeralRunner or EphemeralRunnerSet left naming its scale set', async () => {
+    // The first controller loses every removal: the service answers 503 until it is gone.
     const first = (f = await startControllerFixture(sim, { config: { unregistrationDrainTimeoutMs: 0 } }));
-    await first.kube.create<EphemeralRunnerSet>(EphemeralRunnerSetKind, {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'EphemeralRunnerSet',
-      metadata: { name: 'set', namespace: first.namespace },
-      spec: {
-        replicas: 1,
-        patchID: 0,
-        ephemeralRunnerSpec: {
-          githubConfigUrl: first.configUrl,
-          githubConfigSecret: GITHUB_SECRET,
-          runnerScaleSetId: first.scaleSetId,
-          spec: { containers: [{ name: 'runner', image: 'r' }] },
-        },
-      },
-    });
     await first.createRunner('crash-a');
     await first.waitForPod('crash-a', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(first.namespace, 'crash-a');
@@ -103,13 +93,16 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     );
     expect(sim.runner('crash-a')).toBeDefined();
 
-    // The crash: the queued removal dies with the process.
+    // The crash: the queued removal dies with the process (the in-process stand-in for kill -9 drops
+    // the queue without a drain). Nothing in the cluster names the scale set any more.
     await first.stop();
     f = undefined;
     sim.removeFault(faultId);
     expect(sim.runner('crash-a')).toBeDefined();
+    expect(await first.kube.list(EphemeralRunnerKind, { namespace: first.namespace })).toHaveLength(0);
+    expect(await first.kube.list(EphemeralRunnerSetKind, { namespace: first.namespace })).toHaveLength(0);
 
-    // A new leader sweeps at start and finds the registration no EphemeralRunner holds.
+    // A new leader sweeps at start; the scale set ledger, not the cluster's objects, names the scale set.
     g = await startControllerFixture(sim, {
       namespace: first.namespace,
       scaleSetId: first.scaleSetId,
@@ -121,8 +114,40 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
     });
   });
 
-  it('leaves alone registrations of runners that exist, and waits out the grace before removing orphans', async () => {
-    const fx = (f = await startControllerFixture(sim, { config: { orphanGraceMs: 60 * 60_000 } }));
+  it('removes the registration of an Outdated runner whose queued removal a crash lost, while the runner stays', async () => {
+    const first = (f = await startControllerFixture(sim, { config: { unregistrationDrainTimeoutMs: 0 } }));
+    await first.createRunner('crash-o');
+    await first.waitForPod('crash-o', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(first.namespace, 'crash-o');
+    await first.waitForRunner('crash-o', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const faultId = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });
+    await runnerContainerTerminated(first.namespace, 'crash-o', 7, { phase: 'Failed' });
+    await first.waitForRunner(
+      'crash-o',
+      (r) =>
+        r?.status?.phase === 'Outdated' &&
+        !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER),
+      'Outdated, its registration released to the queue',
+    );
+    await first.stop();
+    f = undefined;
+    sim.removeFault(faultId);
+    expect(sim.runner('crash-o')).toBeDefined();
+
+    g = await startControllerFixture(sim, {
+      namespace: first.namespace,
+      scaleSetId: first.scaleSetId,
+      skipSecret: true,
+      config: { orphanGraceMs: 500 },
+    });
+    await waitFor(() => sim.runner('crash-o') === undefined, {
+      description: 'the released registration of the Outdated runner removed',
+    });
+    expect((await g.runner('crash-o'))?.status?.phase).toBe('Outdated');
+  });
+
+  it('leaves alone registrations of runners that exist once the grace has passed, and removes the orphan beside them', async () => {
+    const fx = (f = await startControllerFixture(sim, { config: { orphanGraceMs: 0 } }));
     await fx.createRunner('keep-a');
     await fx.waitForPod('keep-a', (p) => p !== undefined, 'the runner pod');
     const orphan = await new MultiClient({ retry: { maxRetries: 0 } })
@@ -132,9 +157,63 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
         credentials: { kind: 'pat', token: DEFAULT_PAT },
       })
       .generateJitRunnerConfig({ name: 'nobody-holds-me', workFolder: '' }, fx.scaleSetId);
-    expect(await fx.controller.sweep.sweepOnce()).toBe(0);
+    expect(await fx.controller.sweep.sweepOnce()).toBe(1);
+    await waitFor(() => sim.runner('nobody-holds-me') === undefined, {
+      description: `the orphan ${orphan.runner.id} removed`,
+    });
     expect(await fx.controller.sweep.sweepOnce()).toBe(0);
     expect(sim.runner('keep-a')).toBeDefined();
-    expect(sim.runner('nobody-holds-me')?.id).toBe(orphan.runner.id);
+  });
+
+  it('waits out the grace before removing an orphan', async () => {
+    const fx = (f = await startControllerFixture(sim, { config: { orphanGraceMs: 60 * 60_000 } }));
+    await fx.createRunner('grace-a');
+    await fx.waitForPod('grace-a', (p) => p !== undefined, 'the runner pod');
+    const orphan = await new MultiClient({ retry: { maxRetries: 0 } })
+      .getClientFor({
+        configUrl: fx.configUrl,
+        namespace: 'x',
+        credentials: { kind: 'pat', token: DEFAULT_PAT },
+      })
+      .generateJitRunnerConfig({ name: 'orphan-in-grace', workFolder: '' }, fx.scaleSetId);
+    expect(await fx.controller.sweep.sweepOnce()).toBe(0);
+    expect(await fx.controller.sweep.sweepOnce()).toBe(0);
+    expect(sim.runner('orphan-in-grace')?.id).toBe(orphan.runner.id);
+  });
+
+  it("keeps the registration of another namespace's live runner on a shared scale set (controller watching every namespace)", async () => {
+    // A controller whose sweep watches every namespace (its informer stays on its own namespace,
+    // where another controller reconciles the other one's runners), its ledger in its namespace.
+    const namespace = await createTestNamespace('er');
+    const a = (f = await startControllerFixture(sim, {
+      namespace,
+      config: { namespace: '', ledgerNamespace: namespace, orphanGraceMs: 0 },
+    }));
+    const b = (g = await startControllerFixture(sim, { scaleSetId: a.scaleSetId }));
+    await b.createRunner('shared-b');
+    await b.waitForPod('shared-b', (p) => p !== undefined, 'the runner pod in the other namespace');
+    await a.createRunner('shared-a');
+    await a.waitForPod('shared-a', (p) => p !== undefined, 'the runner pod');
+    expect(await a.controller.sweep.sweepOnce()).toBe(0);
+    expect(await a.controller.sweep.sweepOnce()).toBe(0);
+    expect(sim.runner('shared-a')).toBeDefined();
+    expect(sim.runner('shared-b')).toBeDefined();
+  });
+
+  it('does not sweep a scale set shared with a namespace it does not watch', async () => {
+    const ledgerNamespace = await createTestNamespace('ledger');
+    const a = (f = await startControllerFixture(sim, { config: { orphanGraceMs: 0, ledgerNamespace } }));
+    const b = (g = await startControllerFixture(sim, {
+      scaleSetId: a.scaleSetId,
+      config: { orphanGraceMs: 0, ledgerNamespace },
+    }));
+    await a.createRunner('scoped-a');
+    await a.waitForPod('scoped-a', (p) => p !== undefined, 'the runner pod');
+    await b.createRunner('scoped-b');
+    await b.waitForPod('scoped-b', (p) => p !== undefined, 'the runner pod in the other namespace');
+    expect(await a.controller.sweep.sweepOnce()).toBe(0);
+    expect(await b.controller.sweep.sweepOnce()).toBe(0);
+    expect(sim.runner('scoped-a')).toBeDefined();
+    expect(sim.runner('scoped-b')).toBeDefined();
   });
 });

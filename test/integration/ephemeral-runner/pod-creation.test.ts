@@ -193,11 +193,59 @@ describe('EphemeralRunner pod creation', () => {
       (r) => !(r?.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER),
       'the registration finalizer dropped',
     );
+    // A finished runner keeps nothing running: its pod and secret go before the set deletes it.
+    await f.waitForPod('pod-g', (p) => p === undefined, 'the pod of the Outdated runner deleted');
+    await waitFor(async () => (await f.secret('pod-g')) === undefined, {
+      description: 'the jitconfig secret of the Outdated runner deleted',
+    });
     // The set deletes it later: no second removal is asked for.
     await f.kube.delete(EphemeralRunnerKind, f.namespace, 'pod-g');
     await f.waitForRunner('pod-g', (r) => r === undefined, 'the EphemeralRunner gone');
     expect(suite.sim.callCount('DELETE agents/{id}')).toBe(1);
     const final = await f.kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: f.namespace });
     expect(final).toHaveLength(0);
+  });
+
+  it('marks the runner Outdated on exit code 7 while the pod phase is still Running (a sidecar runs on)', async () => {
+    f = await suite.start();
+    await f.createRunner('pod-h', (spec) => {
+      spec.spec!.containers.push({ name: 'sidecar', image: 'busybox' });
+    });
+    await f.waitForPod('pod-h', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, 'pod-h');
+    await f.waitForRunner('pod-h', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    await runnerContainerTerminated(f.namespace, 'pod-h', 7, { phase: 'Running' });
+    const runner = await f.waitForRunner('pod-h', (r) => r?.status?.phase === 'Outdated', 'phase Outdated');
+    expect(runner?.status?.reason).toBe('Outdated');
+    await waitFor(() => suite.sim.runner('pod-h') === undefined, { description: 'the registration removed' });
+    await f.waitForPod(
+      'pod-h',
+      (p) => p === undefined || p.metadata?.deletionTimestamp !== undefined,
+      'the pod of the Outdated runner deleted',
+    );
+    await waitFor(async () => (await f.secret('pod-h')) === undefined, {
+      description: 'the jitconfig secret deleted',
+    });
+  });
+
+  it('deletes the pod and the secret of a runner that is Failed while its pod exists', async () => {
+    f = await suite.start();
+    await f.createRunner('pod-i');
+    await f.waitForPod('pod-i', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, 'pod-i');
+    await f.waitForRunner('pod-i', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    // Failed as a previous run of the controller left it (e.g. marked, then the process died).
+    await f.kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'pod-i', {
+      status: { phase: 'Failed', reason: 'InvalidPod', message: 'set by the test' },
+    });
+    await f.waitForPod(
+      'pod-i',
+      (p) => p === undefined || p.metadata?.deletionTimestamp !== undefined,
+      'the pod of the Failed runner deleted',
+    );
+    await waitFor(async () => (await f.secret('pod-i')) === undefined, {
+      description: 'the jitconfig secret of the Failed runner deleted',
+    });
+    await waitFor(() => suite.sim.runner('pod-i') === undefined, { description: 'the registration removed' });
   });
 });

@@ -3,7 +3,13 @@ import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { EventKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
-import { ControllerFixture, controllerSuite, createScaleSet } from './fixture';
+import {
+  ControllerFixture,
+  controllerSuite,
+  createScaleSet,
+  idleReconcileCount,
+  reconcileCounts,
+} from './fixture';
 
 const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
 
@@ -62,12 +68,25 @@ describe('EphemeralRunner registration', () => {
       spec: { containers: [{ name: 'runner', image: 'r' }] },
     });
     await f.manager.start();
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Keeping both is said with a Warning Event naming the secret and the key (evidence that the
+    // controller looked), and looked at again on a slow backoff, not thrown as an error.
+    const event = await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        return list.find((e) => e.involvedObject?.name === 'reg-d' && e.reason === 'CorruptJitConfigSecret');
+      },
+      { description: 'a CorruptJitConfigSecret event on reg-d' },
+    );
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain(`${f.namespace}/reg-d`);
+    expect(event.message).toContain('"runnerId"');
+    expect((await reconcileCounts(f)).errors).toBe(0);
     expect(b64((await f.secret('reg-d'))?.data?.runnerId)).toBe('-4');
     expect(suite.sim.runner('reg-d')).toBeUndefined();
   });
 
-  it('refuses to replace an invalid jitconfig secret without an uncached reader', async () => {
+  it('defaults the uncached reader to the client: an invalid jitconfig secret without a pod is replaced', async () => {
+    // setupEphemeralRunnerController given no apiReader, as the seed's SetupWithManager defaults it.
     f = await suite.start({ start: false, withoutApiReader: true });
     await f.createRunner('reg-e');
     await f.kube.create<V1Secret>(SecretKind, {
@@ -75,9 +94,8 @@ describe('EphemeralRunner registration', () => {
       stringData: { jitToken: 'x', runnerId: '0', runnerName: 'reg-e' },
     });
     await f.manager.start();
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(b64((await f.secret('reg-e'))?.data?.runnerId)).toBe('0');
-    expect(await f.pod('reg-e')).toBeUndefined();
+    await f.waitForPod('reg-e', (p) => p !== undefined, 'the runner pod');
+    expect(b64((await f.secret('reg-e'))?.data?.runnerId)).toBe(String(suite.sim.runner('reg-e')?.id));
   });
 
   it('retries registration after the service answered with an error, without leaking registrations', async () => {
@@ -106,6 +124,17 @@ describe('EphemeralRunner registration', () => {
       { description: 'a RegistrationFailed event on reg-g' },
     );
     expect(events[0].message).toContain('absent-secret');
+    // Every retry repeats the failure: one Event whose count grows, not an Event per retry.
+    await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        const forRunner = list.filter(
+          (e) => e.involvedObject?.name === 'reg-g' && e.reason === 'RegistrationFailed',
+        );
+        return forRunner.length === 1 && (forRunner[0].count ?? 0) >= 2;
+      },
+      { description: 'one RegistrationFailed event on reg-g with a count of 2 or more' },
+    );
     await f.kube.create<V1Secret>(SecretKind, {
       metadata: { name: 'absent-secret', namespace: f.namespace },
       stringData: { github_token: DEFAULT_PAT },
@@ -113,5 +142,67 @@ describe('EphemeralRunner registration', () => {
     await f.waitForPod('reg-g', (p) => p !== undefined, 'the runner pod once the secret exists');
     const runner = await f.kube.get<EphemeralRunner>(EphemeralRunnerKind, f.namespace, 'reg-g');
     expect(runner.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it('asks the service once, not once per runner and retry, about a credential it refuses', async () => {
+    f = await suite.start({ start: false });
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'wrong-pat', namespace: f.namespace },
+      stringData: { github_token: 'ghp_not-a-token-the-simulator-knows' },
+    });
+    const names = ['cred-a', 'cred-b', 'cred-c'];
+    for (const name of names) {
+      await f.createRunner(name, (spec) => {
+        spec.githubConfigSecret = 'wrong-pat';
+      });
+    }
+    suite.sim.resetCallCounts();
+    await f.manager.start();
+    // Evidence that every runner tried, and tried again: RegistrationFailed counted twice on each.
+    await waitFor(
+      async () => {
+        const list = await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace });
+        const failures = (name: string) =>
+          list
+            .filter((e) => e.involvedObject?.name === name && e.reason === 'RegistrationFailed')
+            .reduce((sum, e) => sum + (e.count ?? 1), 0);
+        return names.every((name) => failures(name) >= 2);
+      },
+      { description: 'RegistrationFailed counted twice on each of the three runners' },
+    );
+    // Two reconciles run at once, so two may ask before the first answer comes back; no more.
+    expect(suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token')).toBeLessThanOrEqual(2);
+    expect(suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token')).toBeGreaterThanOrEqual(
+      1,
+    );
+  });
+
+  it('retries a refused credential on a slow per-runner backoff, not as reconcile errors', async () => {
+    f = await suite.start({ start: false });
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'wrong-pat', namespace: f.namespace },
+      stringData: { github_token: 'ghp_not-a-token-the-simulator-knows' },
+    });
+    await f.createRunner('cred-slow', (spec) => {
+      spec.githubConfigSecret = 'wrong-pat';
+    });
+    suite.sim.resetCallCounts();
+    await f.manager.start();
+    const attempts = async () =>
+      (await f.kube.list<CoreV1Event>(EventKind, { namespace: f.namespace }))
+        .filter((e) => e.involvedObject?.name === 'cred-slow' && e.reason === 'RegistrationFailed')
+        .reduce((sum, e) => sum + (e.count ?? 1), 0);
+    // Evidence that the controller tried, and came back to try again.
+    await waitFor(async () => (await attempts()) >= 2, {
+      description: 'RegistrationFailed counted twice on cred-slow',
+    });
+    // Each attempt asks the service at most once (fewer: the resolver remembers the refusal) ...
+    const tokenCalls = suite.sim.callCount('POST orgs/{org}/actions/runners/registration-token');
+    expect(tokenCalls).toBeGreaterThanOrEqual(1);
+    expect(tokenCalls).toBeLessThanOrEqual(await attempts());
+    // ... and the retries were requeued on the runner's own backoff, not thrown into the error backoff
+    // (read once the controller is idle, so that a reconcile in flight has been counted).
+    await idleReconcileCount(f);
+    expect((await reconcileCounts(f)).errors).toBe(0);
   });
 });

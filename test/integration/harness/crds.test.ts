@@ -137,6 +137,25 @@ describe('the ARC CRDs installed from libs/api/crds', () => {
     expect(error.message).toMatch(/spec\.githubConfigUrl: Required value/);
   });
 
+  it.each(Object.entries(validObjects))('refuse a %s without a spec, with 422', async (kind, { plural }) => {
+    const namespace = await createTestNamespace('crd-no-spec');
+    const create = objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      body: { apiVersion, kind, metadata: { name: 'no-spec' } },
+    });
+    const error = apiError(
+      await create.then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
+    expect(error.code).toBe(422);
+    expect(error.message).toMatch(/spec: Required value/);
+  });
+
   it('ignore status written through the main resource and keep status written through /status', async () => {
     const namespace = await createTestNamespace('crd-status');
     const name = 'status-subresource';

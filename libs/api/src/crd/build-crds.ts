@@ -103,6 +103,9 @@ export function buildCrd(kindSchema: CrdSource, core: CoreSchemaConverter): CrdD
                 spec: nodeToSchema(kindSchema.spec.node, core),
                 status: nodeToSchema(kindSchema.status.node, core),
               },
+              // Every controller of these kinds reads the spec from its first line: an object without one
+              // could only fail there, after it had been given finalizers it could then never lose.
+              required: ['spec'],
             },
           },
           subresources: { status: {} },

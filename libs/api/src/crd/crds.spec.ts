@@ -130,6 +130,17 @@ describe('committed CRD manifests', () => {
     expect(columns('AutoscalingListener')).not.toContain('.metadata.creationTimestamp');
   });
 
+  it('require a spec on every kind: its controller cannot act on an object without one', () => {
+    for (const kind of [
+      'EphemeralRunner',
+      'EphemeralRunnerSet',
+      'AutoscalingRunnerSet',
+      'AutoscalingListener',
+    ]) {
+      expect(root(kind).required).toEqual(['spec']);
+    }
+  });
+
   it('require what upstream requires', () => {
     expect(at(root('EphemeralRunner'), 'spec').required).toEqual([
       'githubConfigSecret',

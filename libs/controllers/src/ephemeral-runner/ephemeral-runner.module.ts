@@ -10,12 +10,13 @@ import {
   EphemeralRunnerControllerConfig,
   setupEphemeralRunnerController,
 } from './setup';
+import { ScaleSetLedger } from './scale-set-ledger';
 import { UnregistrationQueue, actionsClientsFrom } from './unregistration-queue';
 
 export interface EphemeralRunnerModuleOptions extends EphemeralRunnerControllerConfig {
   /**
-   * Read through the client where the cache is not safe evidence (the default). `false` plays a
-   * controller without such a reader, whose guarded branches refuse to act (tests of that refusal).
+   * Read through the client where the cache is not safe evidence (the default). `false` hands the
+   * controller no reader, which then defaults to the client as the seed's does (tests of that default).
    */
   uncachedReads?: boolean;
   /** The clock of the time-based branches (tests). */
@@ -46,6 +47,7 @@ export class EphemeralRunnerRegistration implements OnModuleInit {
     private readonly client: KubeClient,
     private readonly resolver: SecretResolver,
     private readonly unregistrations: UnregistrationQueue,
+    private readonly ledger: ScaleSetLedger,
     private readonly discovery: DiscoveryService,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly registry: Registry,
@@ -77,6 +79,7 @@ export class EphemeralRunnerRegistration implements OnModuleInit {
         apiReader: uncachedReads ? this.client : undefined,
         actions: actionsClientsFrom(this.resolver),
         unregistrations: this.unregistrations,
+        ledger: this.ledger,
         logger: this.logger,
         registry: this.registry,
         podMutators,

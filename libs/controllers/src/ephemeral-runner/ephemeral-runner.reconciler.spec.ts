@@ -4,6 +4,7 @@ import {
   EPHEMERAL_RUNNER_FINALIZER,
   EphemeralRunner,
   EphemeralRunnerKind,
+  EphemeralRunnerPhase,
 } from '@aro/api';
 import { ActionsError, type ActionsServiceClient, type RunnerReference } from '@aro/actions';
 import { PodKind, type Result, SecretKind } from '@aro/kube';
@@ -59,13 +60,22 @@ function setup() {
   const clock = { now: T0 };
   const kube = new FakeKubeClient(() => clock.now);
   const actions = new FakeActions();
+  const events: Array<{ type: string; reason: string; message: string }> = [];
+  /** The registration removals handed to the queue: what the unregistration workers would remove. */
+  const queued: Array<{ name: string; runnerId: number }> = [];
   const reconciler = new EphemeralRunnerReconciler(
     {
       client: kube,
       cache: kube,
       apiReader: kube,
       actions: { getActionsClient: async () => actions as unknown as ActionsServiceClient },
-      unregistrations: { push: () => true },
+      unregistrations: {
+        push: (r: EphemeralRunner, id: number) => {
+          queued.push({ name: r.metadata?.name ?? '', runnerId: id });
+          return true;
+        },
+      },
+      events: { record: (_obj, type, reason, message) => events.push({ type, reason, message }) },
       logger: silentLogger,
       now: () => clock.now,
     },
@@ -92,7 +102,7 @@ function setup() {
     change(r);
     return kube.seed(EphemeralRunnerKind, r);
   };
-  return { clock, kube, actions, reconcile, runner, createRunner };
+  return { clock, kube, actions, events, queued, reconcile, runner, createRunner };
 }
 
 describe('EphemeralRunnerReconciler requeue intervals', () => {
@@ -188,6 +198,60 @@ describe('EphemeralRunnerReconciler requeue intervals', () => {
     expect(s.kube.peek(SecretKind, NS, NAME)).toBeUndefined();
   });
 
+  it('keeps a corrupt jitconfig secret whose pod exists: a Warning Event naming the secret and key, then 5 s, 10 s, ...', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];
+    });
+    s.kube.seed<V1Secret>(SecretKind, {
+      metadata: { namespace: NS, name: NAME },
+      stringData: { runnerId: 'not-a-number', runnerName: NAME, jitToken: 'jit' },
+    });
+    s.kube.seed<V1Pod>(PodKind, {
+      metadata: { namespace: NS, name: NAME },
+      spec: { containers: [{ name: 'runner', image: 'runner' }] },
+    });
+    await expect(s.reconcile()).resolves.toEqual({ requeueAfterMs: 5 * SECOND });
+    await expect(s.reconcile()).resolves.toEqual({ requeueAfterMs: 10 * SECOND });
+    expect(s.kube.peek(SecretKind, NS, NAME)).toBeDefined();
+    expect(s.kube.peek(PodKind, NS, NAME)).toBeDefined();
+    const corrupt = s.events.filter((e) => e.type === 'Warning' && e.reason === 'CorruptJitConfigSecret');
+    expect(corrupt.length).toBeGreaterThanOrEqual(1);
+    expect(corrupt[0].message).toContain(`${NS}/${NAME}`);
+    expect(corrupt[0].message).toContain('"runnerId"');
+  });
+
+  it('promotes an empty phase to Pending, as the seed compares with ""', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];
+      r.status = { phase: '' as EphemeralRunnerPhase, runnerId: 100, runnerName: NAME, ready: false };
+    });
+    s.kube.seed<V1Secret>(SecretKind, {
+      metadata: { namespace: NS, name: NAME },
+      stringData: { runnerId: '100', runnerName: NAME, jitToken: 'jit' },
+    });
+    s.kube.seed<V1Pod>(PodKind, {
+      metadata: { namespace: NS, name: NAME },
+      spec: { containers: [{ name: 'runner', image: 'runner' }] },
+      status: {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: 'runner',
+            image: 'runner',
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: { waiting: { reason: 'ContainerCreating' } },
+          },
+        ],
+      },
+    });
+    await s.reconcile();
+    expect(s.runner()?.status?.phase).toBe('Pending');
+  });
+
   describe('after a pod failure', () => {
     const failedAt = (ms: number) => new Date(ms).toISOString();
 
@@ -227,5 +291,49 @@ describe('EphemeralRunnerReconciler requeue intervals', () => {
       await expect(s.reconcile()).resolves.toEqual({});
       expect(s.runner()?.metadata?.deletionTimestamp).toBeDefined();
     });
+  });
+});
+
+describe('EphemeralRunnerReconciler on a runner without a spec', () => {
+  it('records Failed with reason InvalidSpec and one Warning Event, adds no finalizers, and never throws', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      delete (r as Partial<EphemeralRunner>).spec;
+    });
+    await expect(s.reconcile()).resolves.toEqual({});
+    await expect(s.reconcile()).resolves.toEqual({});
+    const runner = s.runner();
+    expect(runner?.status).toMatchObject({ phase: 'Failed', reason: 'InvalidSpec' });
+    expect(runner?.status?.message).toContain('no spec');
+    expect(runner?.metadata?.finalizers ?? []).toEqual([]);
+    expect(s.events.filter((e) => e.type === 'Warning' && e.reason === 'InvalidSpec')).toHaveLength(1);
+  });
+
+  it('drops both finalizers of such a runner being deleted, so that it goes', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      delete (r as Partial<EphemeralRunner>).spec;
+      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];
+    });
+    await s.kube.delete(EphemeralRunnerKind, NS, NAME);
+    expect(s.runner()?.metadata?.deletionTimestamp).toBeDefined();
+    await expect(s.reconcile()).resolves.toEqual({});
+    expect(s.runner()).toBeUndefined();
+  });
+});
+
+describe('EphemeralRunnerReconciler releasing a registration', () => {
+  it('still queues the removal when the patch dropping the registration finalizer answers NotFound (seed 749-758)', async () => {
+    const s = setup();
+    s.createRunner((r) => {
+      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];
+      r.status = { runnerId: 42, runnerName: NAME, phase: 'Failed' };
+    });
+    // The runner is gone from the API server while the cache still shows it.
+    s.kube.mergePatch = async () => {
+      throw apiError(404, 'NotFound', `ephemeralrunners "${NAME}" not found`);
+    };
+    await s.reconcile();
+    expect(s.queued).toEqual([{ name: NAME, runnerId: 42 }]);
   });
 });

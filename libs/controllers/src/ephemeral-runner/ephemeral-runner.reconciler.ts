@@ -4,6 +4,7 @@ import {
   EPHEMERAL_RUNNER_FINALIZER,
   EphemeralRunner,
   EphemeralRunnerKind,
+  EphemeralRunnerPhase,
   REASON_TOO_MANY_POD_FAILURES,
   failureCount,
   isDone,
@@ -11,6 +12,7 @@ import {
 } from '@aro/api';
 import {
   type FinalizerWriter,
+  LazyCopy,
   PodKind,
   Reconciler,
   Request,
@@ -31,15 +33,20 @@ import {
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
   done,
+  removeFinalizer,
   requeueAfter,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
 import { runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
+import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';
 
 export { BUSY_RUNNER_REQUEUE_MS } from './reconciler-context';
 export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } from './reconciler-context';
+
+/** The status reason (and Event reason) of a runner that has no spec. */
+export const REASON_INVALID_SPEC = 'InvalidSpec';
 
 /** The finalizers an EphemeralRunner carries while this controller drives it, added in one write. */
 const FINALIZERS = { name: EPHEMERAL_RUNNER_FINALIZER, also: [EPHEMERAL_RUNNER_ACTIONS_FINALIZER] };
@@ -75,6 +82,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       maxFailures: options.maxFailures ?? DEFAULT_MAX_FAILURES,
       backoffBaseMs: options.failureBackoffBaseMs ?? DEFAULT_FAILURE_BACKOFF_BASE_MS,
       userAgent: options.userAgent,
+      slowRetries: new SlowRetries(),
     };
     this.podCreations = new CreationExpectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
@@ -99,6 +107,8 @@ export class EphemeralRunnerReconciler implements Reconciler {
         '',
       );
       this.status.forget(key);
+      this.ctx.slowRetries.reset(key);
+      this.registration.forget(key);
       return done;
     }
 
@@ -107,6 +117,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
       log.debug("The cached runner predates this controller's last write; waiting for its event");
       return requeueAfter(behind);
     }
+
+    // The CRD requires a spec, but an object stored before it did (or written with validation off)
+    // can lack one; every branch below reads it.
+    if (!runner.spec) return this.refuseWithoutSpec(runner, log);
 
     if (isBeingDeleted(runner)) {
       this.status.publishPhase(runner, '');
@@ -135,6 +149,40 @@ export class EphemeralRunnerReconciler implements Reconciler {
     });
   }
 
+  /**
+   * A runner without a spec can never run, and never registered (it has no config URL to register
+   * through): it is marked Failed with the reason, once, and gets no finalizers; being deleted, it
+   * loses any it has, since there is nothing for them to release.
+   */
+  private async refuseWithoutSpec(runner: EphemeralRunner, log: Logger): Promise<Result> {
+    if (isBeingDeleted(runner)) {
+      const copy = new LazyCopy(runner);
+      const target = copy.mutate();
+      removeFinalizer(target, EPHEMERAL_RUNNER_FINALIZER);
+      removeFinalizer(target, EPHEMERAL_RUNNER_ACTIONS_FINALIZER);
+      const patch = copy.mergePatch();
+      if (!patch) return done;
+      log.info('Removing the finalizers of a runner without a spec; it holds nothing to release');
+      try {
+        await this.status.patch(runner, patch);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      this.status.recordGone(runner);
+      return done;
+    }
+    if (runner.status?.reason === REASON_INVALID_SPEC) return done;
+    const message = 'the EphemeralRunner has no spec; delete it and create it with one';
+    log.warn('Refusing a runner without a spec', { reason: REASON_INVALID_SPEC });
+    this.status.event(runner, 'Warning', REASON_INVALID_SPEC, message);
+    await this.status.patchStatus(
+      runner,
+      { phase: EphemeralRunnerPhase.Failed, reason: REASON_INVALID_SPEC, message },
+      log,
+    );
+    return done;
+  }
+
   /** A finished runner (Succeeded, Failed, Outdated): only its resources go; its set deletes it. */
   private async tidyFinished(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result> {
     log.info('Cleaning up the resources of a finished runner', { phase: runner.status?.phase });
@@ -155,6 +203,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return { requeue: true };
       }
     }
+    this.registration.requeueLostRemoval(runner, log);
     await this.cleanup.resources(runner, log);
     log.info('Runner has finished; waiting for its EphemeralRunnerSet to delete it', {
       phase: runner.status?.phase,
@@ -180,6 +229,8 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return this.secrets.replaceCorrupt(runner, secret, err, log);
       }
     }
+    // Registered, with a usable secret: whatever was failing slowly has been fixed.
+    this.ctx.slowRetries.reset(key);
 
     const failures = failureCount(runner.status);
     if (failures > this.ctx.maxFailures) {

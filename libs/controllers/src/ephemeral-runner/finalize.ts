@@ -10,6 +10,7 @@ import {
   hasFinalizer,
   removeFinalizer,
   requeueAfter,
+  runnerKey,
 } from './reconciler-context';
 import {
   ActionsClientGetter,
@@ -25,6 +26,9 @@ import type { RunnerStatusWriter } from './status-writer';
  * deleted (under the finalizer helper), and the release of a finished runner's registration.
  */
 export class RunnerFinalization {
+  /** The UID of each runner (by namespace/name) whose removal this process has queued. */
+  private readonly queuedByThisProcess = new Map<string, string>();
+
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
@@ -104,7 +108,7 @@ export class RunnerFinalization {
           return { requeue: true };
         }
       }
-      if (runnerId !== 0) this.ctx.deps.unregistrations.push(runner, runnerId);
+      if (runnerId !== 0) this.queueRemoval(runner, runnerId);
     }
 
     log.info('Finalizing the ephemeral runner');
@@ -117,6 +121,33 @@ export class RunnerFinalization {
     // The registration finalizer, when released above, goes with the main one (it is already gone
     // from the object when it was patched away, and must not come back with a list read before).
     return released(actionsFinalizerReleased ? [EPHEMERAL_RUNNER_ACTIONS_FINALIZER] : []);
+  }
+
+  /**
+   * A finished runner (Failed, Outdated) whose registration finalizer is already gone had its removal
+   * queued by some process, but the queue is in memory: a crash after the finalizer went lost it, and
+   * the registration would stay until the runner is deleted (or the sweep's grace has passed). Queued
+   * again here once per process and runner UID; a removal the service finds already done counts as
+   * done, and runners this process queued itself are not asked about twice.
+   */
+  requeueLostRemoval(runner: EphemeralRunner, log: Logger): void {
+    if (hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER) || runnerSelfDeregistered(runner)) return;
+    const runnerId = runner.status?.runnerId ?? 0;
+    const uid = runner.metadata?.uid;
+    if (runnerId <= 0 || !uid || this.queuedByThisProcess.get(runnerKey(runner)) === uid) return;
+    log.info('Queueing the removal of a finished runner again, in case a restart lost it', { runnerId });
+    this.queueRemoval(runner, runnerId);
+  }
+
+  /** The runner is gone: nothing of it is left to remember. */
+  forget(key: string): void {
+    this.queuedByThisProcess.delete(key);
+  }
+
+  private queueRemoval(runner: EphemeralRunner, runnerId: number): void {
+    const uid = runner.metadata?.uid;
+    if (uid) this.queuedByThisProcess.set(runnerKey(runner), uid);
+    this.ctx.deps.unregistrations.push(runner, runnerId);
   }
 
   /**
@@ -147,14 +178,19 @@ export class RunnerFinalization {
       // release yet gets a conflict rather than a second removal.
       updated = await this.status.patch(runner, copy.mergePatch({ optimisticLock: true }));
     } catch (err) {
-      // NotFound: another actor removed it and the runner finished deleting; nothing left to queue
-      // twice. A conflict is returned as is for the caller to look again. Any other failure leaves the
-      // removal to the retry rather than queueing it twice.
-      if (isNotFound(err)) return runner;
+      // NotFound: another actor removed the finalizer and the runner finished deleting. Its
+      // registration is still queued, as the seed does: nothing else will ever remove it, and a
+      // removal the service finds already done costs one answer. A conflict is returned as is for the
+      // caller to look again. Any other failure leaves the removal to the retry rather than queueing
+      // it twice.
+      if (isNotFound(err)) {
+        if (runnerId !== 0) this.queueRemoval(runner, runnerId);
+        return runner;
+      }
       if (isConflict(err)) throw err;
       throw new Error(`failed to remove the runner registration finalizer: ${describe(err)}`, { cause: err });
     }
-    if (runnerId !== 0) this.ctx.deps.unregistrations.push(runner, runnerId);
+    if (runnerId !== 0) this.queueRemoval(runner, runnerId);
     return updated;
   }
 }

@@ -25,3 +25,11 @@ export {
   UnregistrationRegistration,
   type UnregistrationModuleOptions,
 } from './unregistration.module';
+export {
+  SCALE_SET_LEDGER_NAME,
+  ScaleSetLedger,
+  holderOf,
+  rememberingScaleSets,
+  type ScaleSetLedgerEntry,
+  type ScaleSetLedgerOptions,
+} from './scale-set-ledger';

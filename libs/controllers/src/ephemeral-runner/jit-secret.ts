@@ -1,5 +1,10 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  JitSecretKeys,
+} from '@aro/api';
 import { LazyCopy, PodKind, type Result, SecretKind, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import {
@@ -10,6 +15,7 @@ import {
   removeFinalizer,
   requeueAfter,
 } from './reconciler-context';
+import { isUnfixableByRetry } from './config-failure';
 import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
 import { buildJitSecret } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
@@ -63,6 +69,17 @@ export class JitSecrets {
         return { result: done };
       }
       this.status.event(runner, 'Warning', 'RegistrationFailed', describe(err));
+      if (isUnfixableByRetry(err)) {
+        // A refused credential or an invalid config URL stays so until a person changes the Secret or
+        // the spec: retried at the controller's error backoff it asked the service a dozen times in
+        // seconds for one runner. Spaced per runner instead, from 5 s up to 5 min.
+        const wait = this.ctx.slowRetries.next(`${namespace}/${name}`);
+        log.warn('Registration failed in a way only a configuration change can fix; retrying slowly', {
+          reason: describe(err),
+          requeueAfterMs: wait,
+        });
+        return { result: requeueAfter(wait) };
+      }
       throw err;
     }
 
@@ -88,7 +105,6 @@ export class JitSecrets {
     log: Logger,
   ): Promise<Result> {
     const { namespace = '', name = '' } = runner.metadata ?? {};
-    log.error('The jitconfig secret holds an invalid runner ID', cause);
     if (!this.ctx.deps.apiReader) {
       throw new Error(
         `cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`,
@@ -106,7 +122,7 @@ export class JitSecrets {
           { cause: podErr },
         );
       }
-      log.info('Deleting the corrupted jitconfig secret; no pod uses it');
+      log.warn('Deleting the corrupted jitconfig secret; no pod uses it', { reason: describe(cause) });
       this.status.event(
         runner,
         'Warning',
@@ -118,8 +134,23 @@ export class JitSecrets {
       });
       return requeueAfter(REGISTRATION_RETRY_MS);
     }
-    throw new Error(`the jitconfig secret is corrupt and its pod exists, keeping both: ${describe(cause)}`, {
-      cause,
+    // The pod exists, so the secret may be what a live runner started from: neither is touched. Only
+    // a person (or the pod's end) can settle it, so the runner is looked at again on the slow backoff,
+    // with one Event that folds its repeats and one line per look, instead of an error per retry.
+    const where = `${namespace}/${name}`;
+    this.status.event(
+      runner,
+      'Warning',
+      'CorruptJitConfigSecret',
+      `jitconfig secret ${where} key "${JitSecretKeys.runnerId}": ${describe(cause)}; its pod exists, so both are kept`,
+    );
+    const wait = this.ctx.slowRetries.next(where);
+    log.warn('The jitconfig secret is corrupt and its pod exists; keeping both', {
+      secret: where,
+      key: JitSecretKeys.runnerId,
+      reason: describe(cause),
+      requeueAfterMs: wait,
     });
+    return requeueAfter(wait);
   }
 }

@@ -1,8 +1,13 @@
 import type { Registry } from 'prom-client';
-import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind, isDone } from '@aro/api';
 import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
-import type { RunnerReference } from '@aro/actions';
+import {
+  type ActionsServiceClient,
+  type RunnerReference,
+  isNotFound as isActionsNotFound,
+} from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
+import { type ScaleSetLedger, type ScaleSetLedgerEntry, holderOf } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
 export interface OrphanRegistrationSweepOptions {
@@ -10,14 +15,35 @@ export interface OrphanRegistrationSweepOptions {
   reader: Reader;
   actions: ActionsClientProvider;
   queue: UnregistrationQueue;
+  /** The scale sets this controller registered runners on: the only ones it sweeps. */
+  ledger: ScaleSetLedger;
   logger: Logger;
-  /** Namespace to sweep; undefined for all. */
+  /** The namespace this controller watches; undefined for all. */
   namespace?: string;
   intervalMs?: number;
   /** How long a registration must have been seen without a runner before it is removed. */
   graceMs?: number;
+  /** Removals queued by one pass at most; the rest wait for the next pass. */
+  maxRemovalsPerPass?: number;
   registry?: Registry;
 }
+
+/** A scale set as the ledger knows it: one entry per namespace that registered runners on it. */
+interface OwnedScaleSet {
+  key: string;
+  runnerScaleSetId: number;
+  entries: ScaleSetLedgerEntry[];
+}
+
+interface Candidate {
+  scaleSet: OwnedScaleSet;
+  client: ActionsServiceClient;
+  registration: RunnerReference;
+}
+
+const DEFAULT_MAX_REMOVALS_PER_PASS = 50;
+/** The wait between passes varies by this fraction either way, so replicas and restarts spread out. */
+const JITTER = 0.2;
 
 /**
  * Finds runner registrations on the Actions service that no EphemeralRunner holds, and hands them to
@@ -26,29 +52,39 @@ export interface OrphanRegistrationSweepOptions {
  * A crash between dropping a runner's registration finalizer and the queue's API call, a lost
  * leadership with removals still queued, or removals given up after repeated failures all leave a
  * registration behind with nothing in the cluster that remembers it. The sweep runs when this
- * replica becomes leader and then periodically: for every scale set the cluster knows (from its
- * EphemeralRunnerSets and EphemeralRunners), it lists the scale set's registrations and compares
- * them with the runners that exist.
+ * replica becomes leader and then periodically.
  *
- * A registration is only removed once it has been seen orphaned for `graceMs`. Registration comes
- * before the jitconfig secret, so a registration can briefly be ahead of what the cluster shows, and
- * one sweep's view is not enough evidence to remove something a runner may be about to use. A runner
- * whose registration is removed in error would fail and be recreated, which costs a job's start time,
- * so the grace errs on the side of waiting.
+ * It removes only what it can prove is orphaned, because a registration removed in error fails a
+ * runner that may be about to take a job, or one that another controller manages:
+ * - only scale sets in the ScaleSetLedger, the ones this controller registered runners on, which a
+ *   crash does not forget; a scale set it merely sees named in the cluster (an upstream ARC being
+ *   migrated from) is not its to sweep;
+ * - of those, only scale sets whose every registering namespace it watches: one shared with a
+ *   namespace outside its watch (another controller's) holds registrations it cannot judge;
+ * - a registration whose name no EphemeralRunner in any watched namespace carries, seen so for
+ *   `graceMs` (registration comes before the jitconfig secret, so a registration can briefly be ahead
+ *   of what the cluster shows);
+ * - checked again just before it is queued: the runners listed once more, the registration asked
+ *   for by ID, so that neither a runner created meanwhile nor a removal done meanwhile is acted on;
+ * - at most `maxRemovalsPerPass` per pass, the wait between passes jittered.
  */
 export class OrphanRegistrationSweep implements Runnable {
   readonly name = 'orphan-registration-sweep';
   readonly needLeaderElection = true;
 
-  /** When each orphan (by scope key) was first seen; forgotten once it is no longer orphaned. */
+  /** When each orphan (by scale set and runner ID) was first seen; forgotten once it is no longer orphaned. */
   private readonly firstSeenOrphaned = new Map<string, number>();
   private readonly intervalMs: number;
   private readonly graceMs: number;
+  private readonly maxRemovals: number;
   private readonly found;
+  /** Whether the last pass stopped at the cap, with more removals due. */
+  private lastPassHitCap = false;
 
   constructor(private readonly opts: OrphanRegistrationSweepOptions) {
     this.intervalMs = opts.intervalMs ?? 10 * 60_000;
     this.graceMs = opts.graceMs ?? 2 * 60_000;
+    this.maxRemovals = Math.max(1, opts.maxRemovalsPerPass ?? DEFAULT_MAX_REMOVALS_PER_PASS);
     this.found = getOrCreateCounter(opts.registry ?? metricsRegistry(), {
       name: 'aro_orphan_registrations_total',
       help: 'Runner registrations found on the Actions service without an EphemeralRunner and queued for removal.',
@@ -66,66 +102,57 @@ export class OrphanRegistrationSweep implements Runnable {
     }
   }
 
-  /** How long after a pass the next one is due. */
+  /** How long after a pass the next one is due, jittered so that replicas and restarts spread out. */
   nextPassDelayMs(): number {
     // A registration first seen in this pass is re-checked once its grace has passed, not a full
-    // interval later, so that a crash's leftovers go within minutes of the restart.
-    // With no grace there is nothing to wait out, and a busy loop must never hammer the service.
-    const recheck = this.firstSeenOrphaned.size > 0 && this.graceMs > 0;
-    return Math.max(1_000, recheck ? Math.min(this.intervalMs, this.graceMs) : this.intervalMs);
+    // interval later, so that a crash's leftovers go within minutes of the restart; so is the rest
+    // of a pass that hit the cap. With no grace there is nothing to wait out, and a busy loop must
+    // never hammer the service.
+    const recheck = (this.firstSeenOrphaned.size > 0 && this.graceMs > 0) || this.lastPassHitCap;
+    const base = recheck ? Math.min(this.intervalMs, Math.max(this.graceMs, 1_000)) : this.intervalMs;
+    return Math.max(1_000, base * (1 - JITTER + 2 * JITTER * Math.random()));
   }
 
-  /** One pass over every known scale set; returns how many registrations were queued for removal. */
+  /** One pass over every scale set this controller owns; returns how many registrations were queued for removal. */
   async sweepOnce(signal?: AbortSignal): Promise<number> {
-    const scaleSets = await this.knownScaleSets();
+    const queued = await this.pass(signal);
+    this.lastPassHitCap = queued >= this.maxRemovals;
+    return queued;
+  }
+
+  private async pass(signal?: AbortSignal): Promise<number> {
+    const scaleSets = this.ownedScaleSets(await this.opts.ledger.entries());
 
     // Registrations first, runners second. A runner exists before its registration (the reconciler
     // registers an existing EphemeralRunner), so every registration in the first list has its runner in
     // the second one, unless that runner really went away. Listing the other way round would show a
     // registration made between the two lists as an orphan.
-    const registrationsBySet: Array<[string, EphemeralRunner, RunnerReference[]]> = [];
-    for (const [scopeKey, holder] of scaleSets) {
-      try {
-        const client = await this.opts.actions.getActionsClient(holder, signal);
-        registrationsBySet.push([
-          scopeKey,
-          holder,
-          await client.listRunners(holder.spec.runnerScaleSetId, { signal }),
-        ]);
-      } catch (err) {
-        this.opts.logger.warn('Could not list the scale set registrations; skipping it this pass', {
-          namespace: holder.metadata?.namespace,
-          runnerScaleSetId: holder.spec.runnerScaleSetId,
-          err: err instanceof Error ? err.message : String(err),
-        });
-      }
+    const listed: Array<[OwnedScaleSet, ActionsServiceClient, RunnerReference[]]> = [];
+    for (const scaleSet of scaleSets) {
+      const listing = await this.listRegistrations(scaleSet, signal);
+      if (listing) listed.push([scaleSet, ...listing]);
     }
-    if (registrationsBySet.length === 0) {
+    if (listed.length === 0) {
       this.firstSeenOrphaned.clear();
       return 0;
     }
-    const runnerNames = new Set(
-      (
-        await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: this.opts.namespace })
-      ).map((r) => `${r.metadata?.namespace}/${r.metadata?.name}`),
-    );
+    let runnerNames = await this.watchedRunnerNames();
 
     const now = Date.now();
     const stillOrphaned = new Set<string>();
-    let queued = 0;
-    for (const [scopeKey, holder, registrations] of registrationsBySet) {
-      const ns = holder.metadata?.namespace ?? '';
-      const log = this.opts.logger.child({ namespace: ns, runnerScaleSetId: holder.spec.runnerScaleSetId });
+    const due: Candidate[] = [];
+    for (const [scaleSet, client, registrations] of listed) {
       for (const registration of registrations) {
-        if (runnerNames.has(`${ns}/${registration.name}`)) continue;
-        const orphanKey = `${scopeKey}|${registration.id}`;
+        if (runnerNames.has(registration.name)) continue;
+        const orphanKey = `${scaleSet.key}|${registration.id}`;
         stillOrphaned.add(orphanKey);
         const firstSeen = this.firstSeenOrphaned.get(orphanKey);
         if (firstSeen === undefined) {
           this.firstSeenOrphaned.set(orphanKey, now);
-          log.info(
+          this.opts.logger.info(
             'Found a runner registration without an EphemeralRunner; removing it once its grace passes',
             {
+              runnerScaleSetId: scaleSet.runnerScaleSetId,
               runnerId: registration.id,
               runnerName: registration.name,
               graceMs: this.graceMs,
@@ -135,48 +162,136 @@ export class OrphanRegistrationSweep implements Runnable {
         } else if (now - firstSeen < this.graceMs) {
           continue;
         }
-        const target = { ...holder, metadata: { namespace: ns, name: registration.name } } as EphemeralRunner;
-        if (this.opts.queue.push(target, registration.id)) {
+        due.push({ scaleSet, client, registration });
+      }
+    }
+    for (const key of this.firstSeenOrphaned.keys()) {
+      if (!stillOrphaned.has(key)) this.firstSeenOrphaned.delete(key);
+    }
+    if (due.length === 0) return 0;
+
+    // The re-check: what the cluster and the service say now, not what they said when the pass began.
+    runnerNames = await this.watchedRunnerNames();
+    let queued = 0;
+    for (const candidate of due) {
+      if (queued >= this.maxRemovals) {
+        this.opts.logger.info(
+          'Reached the orphan removals allowed per pass; the rest wait for the next pass',
+          {
+            maxRemovalsPerPass: this.maxRemovals,
+            waiting: due.length - queued,
+          },
+        );
+        break;
+      }
+      if (await this.stillOrphaned(candidate, runnerNames, signal)) {
+        const { scaleSet, registration } = candidate;
+        // The entry of the namespace the runner most likely lived in carries the credentials to use.
+        const holder = holderOf(scaleSet.entries[0], registration.name);
+        if (this.opts.queue.push(holder, registration.id)) {
           queued++;
           this.found.inc();
-          log.info('Queued the removal of an orphaned runner registration', {
+          this.opts.logger.info('Queued the removal of an orphaned runner registration', {
+            runnerScaleSetId: scaleSet.runnerScaleSetId,
             runnerId: registration.id,
             runnerName: registration.name,
           });
         }
       }
     }
-    for (const key of this.firstSeenOrphaned.keys()) {
-      if (!stillOrphaned.has(key)) this.firstSeenOrphaned.delete(key);
-    }
     return queued;
   }
 
   /**
-   * The scale sets the cluster knows, from its EphemeralRunnerSets and EphemeralRunners, each with an
-   * object that carries its GitHub configuration. Keyed by namespace, config URL and scale set ID: the
-   * ID is unique only within one GitHub scope.
+   * The ledger's entries grouped by scale set, less those shared with a namespace this controller
+   * does not watch: there, a registration without a runner here may well have one there.
    */
-  private async knownScaleSets(): Promise<Map<string, EphemeralRunner>> {
-    const namespace = this.opts.namespace;
-    const [sets, runners] = await Promise.all([
-      this.opts.reader.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace }),
-      this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, { namespace }),
-    ]);
-    const scaleSets = new Map<string, EphemeralRunner>();
-    const remember = (holder: EphemeralRunner) => {
-      const spec = holder.spec;
-      const key = `${holder.metadata?.namespace}|${spec.githubConfigUrl}|${spec.runnerScaleSetId}`;
-      if (spec.runnerScaleSetId > 0 && !scaleSets.has(key)) scaleSets.set(key, holder);
-    };
-    runners.forEach(remember);
-    for (const set of sets) {
-      remember({
-        kind: EphemeralRunnerKind.kind,
-        metadata: { namespace: set.metadata?.namespace, name: set.metadata?.name },
-        spec: set.spec.ephemeralRunnerSpec,
-      } as EphemeralRunner);
+  private ownedScaleSets(entries: ScaleSetLedgerEntry[]): OwnedScaleSet[] {
+    const byScaleSet = new Map<string, OwnedScaleSet>();
+    for (const entry of entries) {
+      const key = JSON.stringify([entry.githubConfigUrl.replace(/\/+$/, ''), entry.runnerScaleSetId]);
+      let scaleSet = byScaleSet.get(key);
+      if (!scaleSet) {
+        scaleSet = { key, runnerScaleSetId: entry.runnerScaleSetId, entries: [] };
+        byScaleSet.set(key, scaleSet);
+      }
+      scaleSet.entries.push(entry);
     }
-    return scaleSets;
+    const watched = this.opts.namespace;
+    const owned: OwnedScaleSet[] = [];
+    for (const scaleSet of byScaleSet.values()) {
+      const foreign = scaleSet.entries.filter((e) => watched !== undefined && e.namespace !== watched);
+      if (foreign.length > 0) {
+        this.opts.logger.debug(
+          'Not sweeping a scale set shared with namespaces this controller does not watch',
+          {
+            runnerScaleSetId: scaleSet.runnerScaleSetId,
+            namespaces: foreign.map((e) => e.namespace),
+          },
+        );
+        continue;
+      }
+      owned.push(scaleSet);
+    }
+    return owned;
+  }
+
+  /** The scale set's registrations, through the first entry whose configuration yields a client. */
+  private async listRegistrations(
+    scaleSet: OwnedScaleSet,
+    signal?: AbortSignal,
+  ): Promise<[ActionsServiceClient, RunnerReference[]] | undefined> {
+    let lastError: unknown;
+    for (const entry of scaleSet.entries) {
+      try {
+        const client = await this.opts.actions.getActionsClient(holderOf(entry, ''), signal);
+        return [client, await client.listRunners(scaleSet.runnerScaleSetId, { signal })];
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    this.opts.logger.warn('Could not list the scale set registrations; skipping it this pass', {
+      runnerScaleSetId: scaleSet.runnerScaleSetId,
+      namespaces: scaleSet.entries.map((e) => e.namespace),
+      err: lastError instanceof Error ? lastError.message : String(lastError),
+    });
+    return undefined;
+  }
+
+  /**
+   * Names of the EphemeralRunners in every namespace this controller watches that still hold their
+   * registration. A finished runner (Failed, Outdated) whose registration finalizer is gone released
+   * it: its removal was queued, and if a crash lost that removal nothing else would ever make it,
+   * since the runner stays until its set deletes it.
+   */
+  private async watchedRunnerNames(): Promise<Set<string>> {
+    const runners = await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, {
+      namespace: this.opts.namespace,
+    });
+    const holding = runners.filter(
+      (r) => !(isDone(r) && !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER)),
+    );
+    return new Set(holding.map((r) => r.metadata?.name ?? ''));
+  }
+
+  private async stillOrphaned(
+    { scaleSet, client, registration }: Candidate,
+    runnerNames: Set<string>,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    if (runnerNames.has(registration.name)) return false;
+    let current: RunnerReference;
+    try {
+      current = await client.getRunner(registration.id, { signal });
+    } catch (err) {
+      if (isActionsNotFound(err)) return false;
+      this.opts.logger.warn('Could not re-check an orphaned registration; leaving it for the next pass', {
+        runnerScaleSetId: scaleSet.runnerScaleSetId,
+        runnerId: registration.id,
+        err: err instanceof Error ? err.message : String(err),
+      });
+      return false;
+    }
+    return current.name === registration.name && current.runnerScaleSetId === scaleSet.runnerScaleSetId;
   }
 }

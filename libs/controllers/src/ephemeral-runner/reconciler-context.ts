@@ -4,6 +4,7 @@ import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import type { EphemeralRunnerPhaseMetrics } from './phase-metrics';
+import type { SlowRetries } from './slow-retry';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
 /*
@@ -61,6 +62,8 @@ export interface RunnerContext {
   maxFailures: number;
   backoffBaseMs: number;
   userAgent: string;
+  /** Per-runner spacing of the retries of failures a retry cannot fix soon. */
+  slowRetries: SlowRetries;
 }
 
 export const done: Result = {};

@@ -296,7 +296,8 @@ export class RunnerPods {
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
     const status = runner.status ?? {};
     const ready = podReady(pod);
-    let phase: EphemeralRunnerPhase = status.phase ?? EphemeralRunnerPhase.Pending;
+    // `||`, not `??`: the seed compares with "", and an empty phase is as unset as a missing one.
+    let phase: EphemeralRunnerPhase = status.phase || EphemeralRunnerPhase.Pending;
     // The listener writes only job metadata; promoting an assigned runner is this controller's job,
     // so the two never race on the phase.
     if (phase === EphemeralRunnerPhase.Pending && hasJob(runner)) phase = EphemeralRunnerPhase.Running;

@@ -2,8 +2,9 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EPHEMERAL_RUNNER_CONTAINER_NAME, EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
 import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/actions';
 import { isNotFound as isActionsNotFound, isRunnerExists } from '@aro/actions';
-import { PodKind, Reader, SecretKind, isNotFound } from '@aro/kube';
+import { PodKind, Reader, SecretKind, TerminalError, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
+import { isUnusableConfig } from './config-failure';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { runnerIdFromSecret } from './runner-resources';
 
@@ -145,6 +146,17 @@ export async function registeredRunnerId(
   try {
     client = await getClient();
   } catch (err) {
+    // No registration can have been made through a configuration no client can be built from (an
+    // invalid URL, a missing Secret, a refused credential): the registration this runner would hold
+    // is one it never got. Holding the finalizer until someone fixes the configuration would make
+    // the runner impossible to delete, for a registration that does not exist.
+    if (isUnusableConfig(err)) {
+      log.info(
+        'No Actions client can be built for a runner without a recorded ID or jitconfig secret; it never registered',
+        { reason: describe(err) },
+      );
+      return 0;
+    }
     throw new Error(
       `failed to get actions client for a runner without a recorded ID or jitconfig secret: ${describe(err)}`,
       { cause: err },
@@ -156,7 +168,9 @@ export async function registeredRunnerId(
     return 0;
   }
   if (existing.runnerScaleSetId !== runner.spec.runnerScaleSetId) {
-    throw new Error(
+    // Terminal: no retry changes which scale set holds the name; the next change to the runner (or a
+    // manual removal of that registration) brings it back.
+    throw new TerminalError(
       `runner registration ${existing.id} found by name belongs to runner scale set ${existing.runnerScaleSetId}, expected ${runner.spec.runnerScaleSetId}`,
     );
   }

@@ -15,6 +15,7 @@ import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
+import { type ScaleSetLedger, rememberingScaleSets } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 
 export interface EphemeralRunnerControllerConfig {
@@ -33,8 +34,8 @@ export interface EphemeralRunnerControllerParts {
   /** The manager's informer cache. */
   cache: Reader;
   /**
-   * Uncached reads, where the cache is not safe evidence; the client itself is the usual choice.
-   * Without one, the branches that need such evidence refuse to act.
+   * Uncached reads, where the cache is not safe evidence. Defaults to the client, as the seed defaults
+   * it to the manager's API reader: without one every deletion of a registered runner would fail.
    */
   apiReader?: Reader;
   /** The clock, for tests of the time-based branches. */
@@ -42,6 +43,11 @@ export interface EphemeralRunnerControllerParts {
   actions: ActionsClientProvider;
   /** Where registrations to remove go (UnregistrationModule's queue in the app). */
   unregistrations: Pick<UnregistrationQueue, 'push'>;
+  /**
+   * Where the scale sets this controller registers runners on are remembered, before the first
+   * registration on each (UnregistrationModule's ledger in the app, which the orphan sweep reads).
+   */
+  ledger?: ScaleSetLedger;
   logger: Logger;
   registry?: Registry;
   podMutators?: RunnerPodMutator[];
@@ -72,8 +78,9 @@ export function setupEphemeralRunnerController(
     {
       client: parts.client,
       cache: parts.cache,
-      apiReader: parts.apiReader,
-      actions: parts.actions,
+      apiReader: parts.apiReader ?? parts.client,
+      // Every registration starts by asking for a client: the scale set is remembered before it.
+      actions: parts.ledger ? rememberingScaleSets(parts.actions, parts.ledger) : parts.actions,
       unregistrations: parts.unregistrations,
       phaseMetrics: new EphemeralRunnerPhaseMetrics(logger, registry),
       events: recorder,

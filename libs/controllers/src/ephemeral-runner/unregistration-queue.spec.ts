@@ -12,6 +12,8 @@ import { ActionsClientProvider, UnregistrationQueue } from './unregistration-que
 class Registrations implements ActionsClientProvider {
   readonly held = new Map<number, { busy: boolean; failuresLeft: number }>();
   removeCalls = 0;
+  /** Answer every removal with a bare HTTP 404 (no runner-not-found exception), as a wrong URL would. */
+  bare404 = false;
 
   register(id: number, opts: { busy?: boolean; failures?: number } = {}): void {
     this.held.set(id, { busy: opts.busy ?? false, failuresLeft: opts.failures ?? 0 });
@@ -21,6 +23,15 @@ class Registrations implements ActionsClientProvider {
     return {
       removeRunner: async (id: number) => {
         this.removeCalls++;
+        if (this.bare404) {
+          throw new ActionsError({
+            kind: 'NotFound',
+            statusCode: 404,
+            detail: 'Not Found',
+            method: 'DELETE',
+            url: 'agents/x',
+          });
+        }
         const registration = this.held.get(id);
         if (!registration) {
           throw new ActionsError({
@@ -154,6 +165,34 @@ describe('UnregistrationQueue', () => {
     expect(metrics).toContain('outcome="failed"} 1');
   });
 
+  it('does not spend the retry budget on busy answers: a long job, then one failure, still removes', async () => {
+    service.register(7, { busy: true });
+    const queue = newQueue({ maxAttempts: 3, jobStillRunningRetryMs: 1 });
+    start(queue);
+    queue.push(runner('r1'), 7);
+    await eventually(() => service.removeCalls >= 5);
+    const registration = service.held.get(7)!;
+    registration.busy = false;
+    registration.failuresLeft = 1;
+    await eventually(() => queue.size() === 0);
+    expect(service.held.has(7)).toBe(false);
+    expect(await registry.getSingleMetricAsString('aro_runner_unregistrations_total')).not.toContain(
+      'outcome="failed"',
+    );
+  });
+
+  it("does not take a bare 404 for a removed runner: only the service's runner-not-found answer", async () => {
+    service.register(7);
+    service.bare404 = true;
+    const queue = newQueue({ maxAttempts: 2 });
+    start(queue);
+    queue.push(runner('r1'), 7);
+    await eventually(() => queue.size() === 0);
+    const metrics = await registry.getSingleMetricAsString('aro_runner_unregistrations_total');
+    expect(metrics).not.toContain('outcome="already_gone"');
+    expect(metrics).toContain('outcome="failed"} 1');
+  });
+
   it('drains what is ready on shutdown and drops what waits on a busy runner', async () => {
     service.register(7);
     service.register(8, { busy: true });
@@ -168,6 +207,34 @@ describe('UnregistrationQueue', () => {
     expect(service.held.has(8)).toBe(true);
     expect(queue.size()).toBe(0);
   });
+});
+
+describe('UnregistrationQueue on a fake clock', () => {
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('processes a push after 48 hours idle without a stack overflow', async () => {
+    jest.useFakeTimers();
+    const service = new Registrations();
+    service.register(1);
+    const queue = new UnregistrationQueue({
+      actions: service,
+      logger: silentLogger,
+      registry: new Registry(),
+    });
+    const stop = new AbortController();
+    const running = queue.start(stop.signal);
+    // Idle workers nap 30 s at a time: two days is thousands of naps per worker.
+    for (let hour = 0; hour < 48; hour++) await jest.advanceTimersByTimeAsync(60 * 60_000);
+    expect(() => queue.push(runner('r1'), 1)).not.toThrow();
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(service.held.has(1)).toBe(false);
+    expect(queue.size()).toBe(0);
+    stop.abort();
+    await jest.advanceTimersByTimeAsync(1_000);
+    await expect(running).resolves.toBeUndefined();
+  }, 60_000);
 });
 
 describe('UnregistrationQueue options', () => {

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import type { EphemeralRunner } from '@aro/api';
-import { isJobStillRunning, isNotFound as isActionsNotFound } from '@aro/actions';
+import { isJobStillRunning, isRunnerNotFound } from '@aro/actions';
 import type { ActionsServiceClient } from '@aro/actions';
 import type { Runnable } from '@aro/kube';
 import { type SecretResolver, configHolderOf } from '@aro/secrets';
@@ -37,7 +37,10 @@ interface Unregistration {
   /** A copy of the runner, taken before it goes: the worker needs its GitHub configuration. */
   runner: EphemeralRunner;
   runnerId: number;
+  /** Failed attempts so far; busy answers are not failures and do not count. */
   attempts: number;
+  /** Whether the service was asked already (a drain makes only first calls). */
+  asked: boolean;
   readyAt: number;
 }
 
@@ -53,8 +56,10 @@ interface Unregistration {
  *
  * A registration is queued once: pushing a runner that is queued or being removed is a no-op, so
  * the service is never asked twice. A runner still executing a job is asked about again after
- * `jobStillRunningRetryMs`; any other failure backs off and retries up to `maxAttempts`. A not-found
- * answer is the outcome the request wanted.
+ * `jobStillRunningRetryMs`, without using up its retry budget (a long job is not a failure); any
+ * other failure backs off and retries up to `maxAttempts`. The service's runner-not-found answer is
+ * the outcome the request wanted; a bare 404 is not (a wrong URL or a proxy answers that too, and
+ * taking it for success would leak the registration), so it is retried as any failure.
  *
  * The queue lives in memory, and deliberately so: making it durable would cost an API write per
  * runner, the cost this type exists to avoid. What a crash or a lost leadership drops is found again
@@ -67,7 +72,8 @@ export class UnregistrationQueue implements Runnable {
 
   private readonly pending = new Map<string, Unregistration>();
   private readonly inFlight = new Set<string>();
-  private wakeUp: (() => void) | undefined;
+  /** The wake-up of every parked worker; each removes its own as it resumes, whatever woke it. */
+  private readonly parked = new Set<() => void>();
   private running = false;
   private readonly opts: Required<Omit<UnregistrationQueueOptions, 'registry'>>;
   private readonly depth;
@@ -111,7 +117,13 @@ export class UnregistrationQueue implements Runnable {
       });
       return false;
     }
-    this.pending.set(key, { runner: structuredClone(runner), runnerId, attempts: 0, readyAt: Date.now() });
+    this.pending.set(key, {
+      runner: structuredClone(runner),
+      runnerId,
+      attempts: 0,
+      asked: false,
+      readyAt: Date.now(),
+    });
     this.updateDepth();
     this.wake();
     return true;
@@ -176,7 +188,7 @@ export class UnregistrationQueue implements Runnable {
   private takeReady(draining: boolean): [string, Unregistration] | undefined {
     const now = Date.now();
     for (const [key, request] of this.pending) {
-      if (request.readyAt <= now && (!draining || request.attempts === 0)) {
+      if (request.readyAt <= now && (!draining || !request.asked)) {
         this.pending.delete(key);
         this.inFlight.add(key);
         return [key, request];
@@ -200,13 +212,14 @@ export class UnregistrationQueue implements Runnable {
       runnerId,
     });
     let retryAfterMs: number | undefined;
+    let attempts = request.attempts;
     try {
       const client = await this.opts.actions.getActionsClient(runner, signal);
       await client.removeRunner(runnerId, { signal });
       this.outcomes.inc({ outcome: 'removed' });
       log.info('Removed the runner from the service');
     } catch (err) {
-      if (isActionsNotFound(err)) {
+      if (isRunnerNotFound(err)) {
         this.outcomes.inc({ outcome: 'already_gone' });
         log.info('Runner is already removed from the service');
       } else if (isJobStillRunning(err)) {
@@ -216,17 +229,17 @@ export class UnregistrationQueue implements Runnable {
       } else if (signal.aborted) {
         this.outcomes.inc({ outcome: 'dropped' });
         log.warn('Shutting down before the runner could be removed; the orphan sweep will find it');
-      } else if (request.attempts + 1 >= this.opts.maxAttempts) {
+      } else if (++attempts >= this.opts.maxAttempts) {
         this.outcomes.inc({ outcome: 'failed' });
         log.error('Giving up removing the runner from the service; the orphan sweep will retry', err, {
-          attempts: request.attempts + 1,
+          attempts,
         });
       } else {
         this.outcomes.inc({ outcome: 'retried' });
-        retryAfterMs = Math.min(this.opts.retryInitialMs * 2 ** request.attempts, this.opts.retryMaxMs);
+        retryAfterMs = Math.min(this.opts.retryInitialMs * 2 ** (attempts - 1), this.opts.retryMaxMs);
         log.warn('Failed to remove the runner from the service, retrying', {
           err: err instanceof Error ? err.message : String(err),
-          attempt: request.attempts + 1,
+          attempt: attempts,
           retryAfterMs,
         });
       }
@@ -235,9 +248,11 @@ export class UnregistrationQueue implements Runnable {
     }
     if (retryAfterMs !== undefined && this.running) {
       // Re-queued under the same key: the claim is kept, so nothing can queue it alongside.
+      // Only failures count: a busy runner is asked again as often as its job takes.
       this.pending.set(key, {
         ...request,
-        attempts: request.attempts + 1,
+        attempts,
+        asked: true,
         readyAt: Date.now() + retryAfterMs,
       });
       this.wake();
@@ -247,26 +262,23 @@ export class UnregistrationQueue implements Runnable {
 
   private sleepUntilWoken(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      const previous = this.wakeUp;
+      // A set, not a chain of closures: a worker that resumes on its own timer unlinks itself, so a
+      // day of idle 30 s naps leaves nothing behind for the next wake to walk.
       const done = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
+        this.parked.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
       signal.addEventListener('abort', done, { once: true });
-      // Every parked worker is chained, so one wake reaches them all; the first to find work takes it.
-      this.wakeUp = () => {
-        previous?.();
-        done();
-      };
+      this.parked.add(done);
     });
   }
 
+  /** Wakes every parked worker; the first to find work takes it. */
   private wake(): void {
-    const wake = this.wakeUp;
-    this.wakeUp = undefined;
-    wake?.();
+    for (const done of [...this.parked]) done();
   }
 
   private updateDepth(): void {

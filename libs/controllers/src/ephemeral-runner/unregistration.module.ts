@@ -5,6 +5,7 @@ import { KubeClient, LeaderSchedule, Manager } from '@aro/kube';
 import { LOGGER, Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { OrphanRegistrationSweep } from './orphan-sweep';
+import { ScaleSetLedger } from './scale-set-ledger';
 import { UnregistrationQueue, actionsClientsFrom } from './unregistration-queue';
 
 export interface UnregistrationModuleOptions {
@@ -20,6 +21,14 @@ export interface UnregistrationModuleOptions {
   orphanSweepIntervalMs?: number;
   /** How long a registration is seen without a runner before it is removed. Default 2 min. */
   orphanGraceMs?: number;
+  /** Orphaned registrations one sweep pass queues for removal at most. Default 50. */
+  orphanMaxRemovalsPerPass?: number;
+  /**
+   * The controller's own namespace, where the ConfigMap `aro-runner-scale-sets` remembers the scale
+   * sets it registered runners on (the sweep's durable memory). The app gives POD_NAMESPACE, else the
+   * watched namespace, else `default`. The controller needs get, create and patch on ConfigMaps there.
+   */
+  ledgerNamespace?: string;
 }
 
 export const {
@@ -99,12 +108,25 @@ export class UnregistrationRegistration implements OnModuleInit {
         }),
     },
     {
+      // Here, not in the EphemeralRunner module: the sweep reads it and the reconciler writes it, and
+      // this module is global, so both get the one instance.
+      provide: ScaleSetLedger,
+      inject: [UNREGISTRATION_MODULE_OPTIONS, KubeClient, LOGGER],
+      useFactory: (opts: UnregistrationModuleOptions, client: KubeClient, logger: Logger) =>
+        new ScaleSetLedger({
+          client,
+          namespace: opts.ledgerNamespace || opts.namespace || 'default',
+          logger: logger.child({ component: 'scale-set-ledger' }),
+        }),
+    },
+    {
       provide: OrphanRegistrationSweep,
       inject: [
         UNREGISTRATION_MODULE_OPTIONS,
         KubeClient,
         SecretResolver,
         UnregistrationQueue,
+        ScaleSetLedger,
         LOGGER,
         Registry,
       ],
@@ -113,6 +135,7 @@ export class UnregistrationRegistration implements OnModuleInit {
         client: KubeClient,
         resolver: SecretResolver,
         queue: UnregistrationQueue,
+        ledger: ScaleSetLedger,
         logger: Logger,
         registry: Registry,
       ) =>
@@ -121,15 +144,17 @@ export class UnregistrationRegistration implements OnModuleInit {
           reader: client,
           actions: actionsClientsFrom(resolver),
           queue,
+          ledger,
           logger: logger.child({ component: 'orphan-registration-sweep' }),
           namespace: opts.namespace || undefined,
           intervalMs: opts.orphanSweepIntervalMs,
           graceMs: opts.orphanGraceMs,
+          maxRemovalsPerPass: opts.orphanMaxRemovalsPerPass,
           registry,
         }),
     },
     UnregistrationRegistration,
   ],
-  exports: [UnregistrationQueue, OrphanRegistrationSweep, UnregistrationRegistration],
+  exports: [UnregistrationQueue, OrphanRegistrationSweep, ScaleSetLedger, UnregistrationRegistration],
 })
 export class UnregistrationModule extends UnregistrationConfigurableModule {}

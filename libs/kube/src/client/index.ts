@@ -15,3 +15,4 @@ export {
 export { KubeClient, type KubeClientOptions } from './kube-client';
 export type { KubeApi } from './kube-api';
 export { resourcePath } from './paths';
+export { checkKubeConfig, KubeConfigError } from './kubeconfig-check';

@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeTransportError, type RequestContext } from './errors';
+import { checkKubeConfig } from './kubeconfig-check';
 
 export interface TransportOptions {
   requestTimeoutMs: number;
@@ -39,10 +40,9 @@ export class HttpTransport {
     private readonly kubeConfig: KubeConfig,
     private readonly opts: TransportOptions,
   ) {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster?.server) {
-      throw new Error(`KubeConfig context "${kubeConfig.getCurrentContext()}" names no cluster server`);
-    }
+    // Fails at once, naming what to change, rather than at every request for two minutes.
+    checkKubeConfig(kubeConfig);
+    const cluster = kubeConfig.getCurrentCluster()!;
     this.server = new URL(cluster.server);
     this.viaProxy = Boolean(cluster.proxyUrl);
     this.agent =

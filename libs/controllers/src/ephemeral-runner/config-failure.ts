@@ -1,0 +1,28 @@
+import { InvalidConfigUrlError } from '@aro/actions';
+import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
+
+function inCauseChain(err: unknown, match: (e: Error) => boolean): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (match(e)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether `err` says the runner's GitHub configuration is wrong in a way only a person can fix: the
+ * service refused the credential (401/403, 404 of the config URL, or such a refusal remembered by the
+ * resolver) or the config URL is not one. Retrying such a failure at the controller's error backoff
+ * asks the service again every few seconds for nothing, so these get a slower, per-runner backoff.
+ */
+export function isUnfixableByRetry(err: unknown): boolean {
+  return isCredentialFailure(err) || inCauseChain(err, (e) => e instanceof InvalidConfigUrlError);
+}
+
+/**
+ * Whether no Actions client can be built from the runner's configuration: the failures above, or a
+ * Secret (ConfigMap, vault entry) the configuration names that is missing or unusable. Nothing about
+ * the service can be learnt through such a configuration, by this controller or by anyone else.
+ */
+export function isUnusableConfig(err: unknown): boolean {
+  return isUnfixableByRetry(err) || inCauseChain(err, isSecretResolutionError);
+}

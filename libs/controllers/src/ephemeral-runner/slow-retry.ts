@@ -1,0 +1,37 @@
+/** The first wait after a failure a retry cannot fix soon, doubled on each repeat up to the cap. */
+export const SLOW_RETRY_BASE_MS = 5_000;
+export const SLOW_RETRY_MAX_MS = 5 * 60_000;
+
+/**
+ * The wait before the `failures`-th retry of a failure a retry cannot fix soon (a refused credential,
+ * an invalid config URL, a corrupt jitconfig secret beside its pod): 5 s, 10 s, 20 s, ... up to
+ * 5 min. Slow enough that a wrong credential costs the service one call every few minutes per runner
+ * once it has settled, quick enough that a fix made in the first minutes is picked up soon.
+ */
+export function slowRetryMs(failures: number): number {
+  const n = Math.max(1, Math.floor(failures));
+  // 2^7 * 5 s is past the cap already; the exponent is bounded so the product never overflows.
+  return Math.min(SLOW_RETRY_MAX_MS, SLOW_RETRY_BASE_MS * 2 ** Math.min(n - 1, 16));
+}
+
+/**
+ * Counts, per runner, the consecutive failures a retry cannot fix soon, to space its retries with
+ * {@link slowRetryMs} instead of the controller's error backoff (which is shared with every other
+ * error and tops out sooner). In memory: a restart begins again at 5 s, which is what a person who
+ * just fixed the Secret wants anyway.
+ */
+export class SlowRetries {
+  private readonly failures = new Map<string, number>();
+
+  /** Records one more failure of the runner's and returns how long to wait before the next try. */
+  next(runnerKey: string): number {
+    const n = (this.failures.get(runnerKey) ?? 0) + 1;
+    this.failures.set(runnerKey, n);
+    return slowRetryMs(n);
+  }
+
+  /** The runner got past what was failing, or is gone: its next failure starts at the base again. */
+  reset(runnerKey: string): void {
+    this.failures.delete(runnerKey);
+  }
+}
