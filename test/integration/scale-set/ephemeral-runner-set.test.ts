@@ -339,9 +339,9 @@ describe('EphemeralRunnerSet controller', () => {
     expect(runner?.metadata?.deletionTimestamp).toBeUndefined();
   });
 
-  it('publishes the runner counts as upstream gauges with upstream labels', async () => {
+  it('scales up with patch ID 0 and publishes the runner counts as upstream gauges with upstream labels (upstream: scale up with patch ID 0)', async () => {
     const { name } = await newSet();
-    await f.scale(name, 2, 1);
+    await f.scale(name, 2, 0);
     await waitForRunners(f, name, (r) => r.length === 2, '2 runners');
     await waitFor(
       async () => {
