@@ -211,12 +211,10 @@ describe('AutoscalingRunnerSet controller', () => {
       description: 'the listener pod',
     });
     await f.scale('arc-runner-set', 3, 1);
-    await waitForRunners(
-      f,
-      'arc-runner-set',
-      (r) => r.length === 3 && r.every((x) => x.status?.phase === 'Pending'),
-      '3 pending runners',
-    );
+    await waitForRunners(f, 'arc-runner-set', (r) => r.length === 3, '3 runners');
+    await waitFor(() => suite.sim.registrations().filter((r) => r.scaleSetId === id).length === 3, {
+      description: '3 registrations on the service',
+    });
     expect(suite.sim.registrations().filter((r) => r.scaleSetId === id).length).toBeGreaterThan(0);
 
     await f.kube.delete(AutoscalingRunnerSetKind, f.namespace, 'arc-runner-set');

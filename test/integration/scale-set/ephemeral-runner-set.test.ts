@@ -70,7 +70,9 @@ describe('EphemeralRunnerSet controller', () => {
     const set = await waitFor(
       async () => {
         const s = await f.runnerSet(name);
-        return s?.metadata?.finalizers?.includes(EPHEMERAL_RUNNER_SET_FINALIZER) && s.status?.phase
+        return s?.metadata?.finalizers?.includes(EPHEMERAL_RUNNER_SET_FINALIZER) &&
+          s.status?.phase &&
+          s.metadata.annotations?.[Annotations.integrityHash]
           ? s
           : undefined;
       },
@@ -162,7 +164,7 @@ describe('EphemeralRunnerSet controller', () => {
 
     await f.scale(name, 0, 0);
     const last = await waitForRunners(f, name, (r) => live(r).length === 1, 'only the busy runner left');
-    expect(last[0].metadata?.name).toBe(busy);
+    expect(live(last)[0].metadata?.name).toBe(busy);
     expect(suite.sim.runner(busy)?.jobId).toBe(job.jobId);
     await waitFor(async () => (await f.runnerSet(name))?.status?.currentReplicas === 1, {
       description: 'status 1',
@@ -199,7 +201,11 @@ describe('EphemeralRunnerSet controller', () => {
       (r) => live(r).length === 2,
       'the idle registered runner gone',
     );
-    expect(left.map((r) => r.metadata?.name).sort()).toEqual([busy, unregistered.metadata!.name!].sort());
+    expect(
+      live(left)
+        .map((r) => r.metadata?.name)
+        .sort(),
+    ).toEqual([busy, unregistered.metadata!.name!].sort());
     expect(suite.sim.runner(busy)?.jobId).toBe(job.jobId);
   });
 
@@ -366,7 +372,7 @@ describe('EphemeralRunnerSet controller', () => {
     const { name } = await newSet((s) => {
       s.spec.ephemeralRunnerSpec.proxy = {
         http: { url: 'http://proxy.example:3128', credentialSecretRef: 'proxy-creds' },
-        noProxy: ['a.example', 'b.example'],
+        noProxy: ['a.example', '127.0.0.1'],
       };
     });
     await f.kube.create<V1Secret>(SecretKind, {
@@ -382,7 +388,7 @@ describe('EphemeralRunnerSet controller', () => {
     );
     expect(data).toEqual({
       http_proxy: 'http://user:p%40ss@proxy.example:3128/',
-      no_proxy: 'a.example,b.example',
+      no_proxy: 'a.example,127.0.0.1',
     });
     await f.scale(name, 1, 1);
     const [runner] = await waitForRunners(f, name, (r) => r.length === 1, 'a runner');
@@ -403,7 +409,7 @@ describe('EphemeralRunnerSet controller', () => {
 
     await f.kube.delete(EphemeralRunnerSetKind, f.namespace, name);
     const left = await waitForRunners(f, name, (r) => r.length === 1, 'only the busy runner left');
-    expect(left[0].metadata?.name).toBe(busy);
+    expect(live(left)[0].metadata?.name).toBe(busy);
     expect((await f.runnerSet(name))?.metadata?.finalizers).toContain(EPHEMERAL_RUNNER_SET_FINALIZER);
     expect(
       suite.sim

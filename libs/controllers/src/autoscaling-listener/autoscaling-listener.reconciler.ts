@@ -218,7 +218,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
       configHash = hashOf(await this.apply(SecretKind, buildConfigSecret(listener, config), log));
     } catch (err) {
       if (signal.aborted) throw err;
-      const failure = classifyScaleSetFailure(err, listener.spec.proxy !== undefined);
+      const failure = classifyScaleSetFailure(err, listener.spec.proxy);
       log.warn('Cannot build the listener configuration', { reason: failure.reason, err: failure.message });
       this.deps.events?.record(listener, 'Warning', failure.reason, failure.message);
       await this.patchStatus(listener, {

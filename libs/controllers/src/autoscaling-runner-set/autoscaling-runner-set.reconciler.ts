@@ -162,8 +162,13 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     // 1. The scale set on the Actions service.
     let scaleSetId: number;
     try {
-      const client = await this.deps.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
-      const outcome = await this.reconcileScaleSet(ars, key, client, callSignal, log);
+      // Resolved only when the service must be asked: resolving reads the credential Secret live,
+      // and most passes (the runner set's status moving) need nothing from the service.
+      let client: Promise<ActionsServiceClient> | undefined;
+      const holder = configHolderOfScaleSet(ars);
+      const actions = (): Promise<ActionsServiceClient> =>
+        (client ??= this.deps.resolver.getActionsClient(holder, callSignal()));
+      const outcome = await this.reconcileScaleSet(ars, key, actions, callSignal, log);
       ars = outcome.ars;
       scaleSetId = outcome.scaleSetId;
     } catch (err) {
@@ -223,7 +228,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private async reconcileScaleSet(
     ars: AutoscalingRunnerSet,
     key: string,
-    client: ActionsServiceClient,
+    actions: () => Promise<ActionsServiceClient>,
     callSignal: () => AbortSignal,
     log: Logger,
   ): Promise<{ ars: AutoscalingRunnerSet; scaleSetId: number }> {
@@ -231,7 +236,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     const name = ars.metadata?.name ?? '';
     let id = scaleSetIdOf(ars);
     if (id !== 0 && this.now() - (this.lastChecked.get(key) ?? 0) >= this.opts.scaleSetCheckIntervalMs) {
-      const found = await scaleSetById(client, id, callSignal());
+      const found = await scaleSetById(await actions(), id, callSignal());
       this.lastChecked.set(key, this.now());
       if (!found) {
         log.warn('The Actions service no longer has the scale set; creating it again', { scaleSetId: id });
@@ -245,6 +250,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       }
     }
     if (id === 0) {
+      const client = await actions();
       const group = await runnerGroupId(client, ars.spec.runnerGroup, callSignal());
       const { scaleSet, created } = await findOrCreateScaleSet(client, ars, group.id, callSignal());
       this.lastChecked.set(key, this.now());
@@ -279,6 +285,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     const annotations = ars.metadata?.annotations ?? {};
     const wantGroup = runnerGroupName(ars);
     if ((annotations[Annotations.runnerGroupName] ?? '').toLowerCase() !== wantGroup.toLowerCase()) {
+      const client = await actions();
       const group = await runnerGroupId(client, ars.spec.runnerGroup, callSignal());
       await client.updateRunnerScaleSet(id, { runnerGroupId: group.id }, { signal: callSignal() });
       log.info('Moved the scale set to another runner group', { scaleSetId: id, runnerGroup: wantGroup });
@@ -299,7 +306,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     }
     const wantName = scaleSetName(ars);
     if ((ars.metadata?.annotations?.[Annotations.runnerScaleSetName] ?? '') !== wantName) {
-      await client.updateRunnerScaleSet(id, { name: wantName }, { signal: callSignal() });
+      await (await actions()).updateRunnerScaleSet(id, { name: wantName }, { signal: callSignal() });
       log.info('Renamed the scale set', { scaleSetId: id, name: wantName });
       this.deps.events?.record(
         ars,
@@ -326,7 +333,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     err: unknown,
     log: Logger,
   ): Promise<Result> {
-    const failure = classifyScaleSetFailure(err, ars.spec.proxy !== undefined);
+    const failure = classifyScaleSetFailure(err, ars.spec.proxy);
     const attempts = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, attempts);
     const waitMs = exponentialBackoffMs(attempts, this.opts.errorBackoffBaseMs, this.opts.errorBackoffMaxMs);

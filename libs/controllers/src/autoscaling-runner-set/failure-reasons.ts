@@ -1,4 +1,4 @@
-import { ScaleSetReasons } from '@aro/api';
+import { ProxyConfig, ScaleSetReasons } from '@aro/api';
 import { isActionsError, isUnauthorized } from '@aro/actions';
 import { isSecretResolutionError } from '@aro/secrets';
 import { describeError } from '../ephemeral-runner-set/scale-set-common';
@@ -43,10 +43,18 @@ function codes(err: unknown): string[] {
  * missing credential, a CA the server's certificate does not chain to, a proxy that refuses or cannot
  * be reached, a runner group that does not exist. Anything else is the Actions service's own error.
  */
-export function classifyScaleSetFailure(err: unknown, proxyConfigured: boolean): ClassifiedFailure {
+export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undefined): ClassifiedFailure {
   const message = describeError(err);
+  const proxyConfigured = proxy !== undefined;
+  const proxySecrets = [proxy?.http?.credentialSecretRef, proxy?.https?.credentialSecretRef].filter(
+    (name): name is string => !!name,
+  );
   if (isSecretResolutionError(err)) {
-    if (err.reason === 'ProxyCredentialsMissing' || err.reason === 'InvalidProxyUrl') {
+    if (
+      err.reason === 'ProxyCredentialsMissing' ||
+      err.reason === 'InvalidProxyUrl' ||
+      (err.secretName !== undefined && proxySecrets.includes(err.secretName))
+    ) {
       return { reason: ScaleSetReasons.proxyFailure, message };
     }
     if (

@@ -170,7 +170,12 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     let result: Result = done;
     await this.deleteFinished(set, key, states, log);
     if (states.failed.length > 0) result = await this.replaceFailed(set, key, states, log);
-    if (states.running.some((r) => r.status?.ready)) this.failureBackoff.delete(key);
+    const backoffEntry = this.failureBackoff.get(key);
+    if (backoffEntry && states.running.some((r) => r.status?.ready)) {
+      // A runner came up: the template works, so failures no longer slow replacements down.
+      backoffEntry.failuresInARow = 0;
+      backoffEntry.notBefore = 0;
+    }
 
     const total = states.pending.length + states.running.length;
     const replicas = Math.max(0, set.spec.replicas ?? 0);
@@ -240,9 +245,11 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     log: Logger,
   ): Promise<Result> {
     log.info('The runner spec changed; replacing idle runners', { integrityHash: hash });
-    await this.releaseAndDeleteAll(set, key, states, signal, log);
+    const { releasedIdle } = await this.releaseAndDeleteAll(set, key, states, signal, log);
     await this.reconcileProxySecret(set, signal, log);
-    this.failureBackoff.delete(key);
+    // The idle runners let go for the new spec are owed back at once: the listener counted them as
+    // capacity and will not send a new patch just because the template changed (upstream waits for one).
+    this.failureBackoff.set(key, { failuresInARow: 0, notBefore: 0, owed: releasedIdle });
     // Status before the hash: the hash's watch event must find the phase already reset, or the next
     // pass would take the set for Outdated still.
     await this.updateStatus(set, states, EphemeralRunnerSetPhase.Running, log, {
@@ -397,8 +404,9 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     states: RunnersByState,
     signal: AbortSignal,
     log: Logger,
-  ): Promise<number> {
+  ): Promise<{ withJob: number; releasedIdle: number }> {
     let remaining = 0;
+    let releasedIdle = 0;
     for (const runner of [...states.succeeded, ...states.failed, ...states.outdated]) {
       await this.deleteRunner(set, key, runner, log, 'done');
     }
@@ -415,8 +423,9 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
         }
       }
       await this.deleteRunner(set, key, runner, log, 'cleanup');
+      releasedIdle++;
     }
-    return remaining + states.deleting.length;
+    return { withJob: remaining, releasedIdle };
   }
 
   private async releaseRegistration(
@@ -537,7 +546,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     const runners = await this.ownedRunners(set);
     const states = runnersByState(runners);
     this.publishCounts(set, key, states);
-    const withJob = await this.releaseAndDeleteAll(set, key, states, signal, log);
+    const { withJob } = await this.releaseAndDeleteAll(set, key, states, signal, log);
     if (runners.length > 0) {
       // Only an empty list is proof: a runner deleted just now still releases its registration.
       log.info('Waiting for the runners of a deleted set to go', { runners: runners.length, withJob });
