@@ -71,8 +71,8 @@ describe('AutoscalingListener controller', () => {
 
   async function newScaleSet(
     change?: (ars: AutoscalingRunnerSet) => void,
+    name = uniqueName('lst'),
   ): Promise<{ ars: AutoscalingRunnerSet; listener: string }> {
-    const name = uniqueName('lst');
     const ars: AutoscalingRunnerSet = {
       apiVersion: 'actions.github.com/v1alpha1',
       kind: 'AutoscalingRunnerSet',
@@ -180,7 +180,8 @@ describe('AutoscalingListener controller', () => {
 
   it("grants the listener's ServiceAccount exactly: patch its EphemeralRunnerSet, patch runners and their status", async () => {
     await start();
-    const { ars, listener } = await newScaleSet();
+    // Short: the ServiceAccount's user name must fit a certificate's 64-character common name.
+    const { ars, listener } = await newScaleSet(undefined, `l${Date.now() % 1_000_000}`);
     await waitFor(() => f.read(RoleBindingKind, listener), { description: 'the RoleBinding' });
     await waitFor(() => f.read(EphemeralRunnerSetKind, ars.metadata!.name!), {
       description: 'the EphemeralRunnerSet',
