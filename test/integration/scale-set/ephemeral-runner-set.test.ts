@@ -349,23 +349,22 @@ describe('EphemeralRunnerSet controller', () => {
     const { name } = await newSet();
     await f.scale(name, 2, 0);
     await waitForRunners(f, name, (r) => r.length === 2, '2 runners');
-    await waitFor(
-      async () => {
-        const text = await f.registry.getSingleMetricAsString('gha_controller_pending_ephemeral_runners');
-        return (
-          text.includes(`name="${name}"`) &&
-          text.includes(`namespace="${f.namespace}"`) &&
-          /organization="octo"[^}]*} 2/.test(text.replace(/\n/g, ' '))
-        );
-      },
-      { description: 'pending gauge at 2' },
-    );
-    const text = await f.registry.getSingleMetricAsString('gha_controller_pending_ephemeral_runners');
-    expect(text).toMatch(
-      new RegExp(
-        `gha_controller_pending_ephemeral_runners\\{name="${name}",namespace="${f.namespace}",repository="",organization="octo",enterprise=""\\} 2`,
-      ),
-    );
+    const series = `{name="${name}",namespace="${f.namespace}",repository="",organization="octo",enterprise=""}`;
+    const value = async (metric: string) =>
+      (await f.registry.getSingleMetricAsString(metric))
+        .split('\n')
+        .find((line) => line.startsWith(`${metric}${series} `))
+        ?.split(' ')[1];
+    await waitFor(async () => (await value('gha_controller_pending_ephemeral_runners')) === '2', {
+      description: `gha_controller_pending_ephemeral_runners${series} at 2`,
+    });
+    expect(await value('gha_controller_running_ephemeral_runners')).toBe('0');
+    expect(await value('gha_controller_failed_ephemeral_runners')).toBe('0');
+    // The set goes: so do its series.
+    await f.kube.delete(EphemeralRunnerSetKind, f.namespace, name);
+    await waitFor(async () => (await value('gha_controller_pending_ephemeral_runners')) === undefined, {
+      description: 'the series removed with the set',
+    });
   });
 
   it('creates the runner proxy secret, points runners at it, and deletes it with the set (upstream: proxy secret create/delete)', async () => {
