@@ -1,0 +1,16 @@
+export {
+  AutoscalingListenerReconciler,
+  type AutoscalingListenerReconcilerDeps,
+  type AutoscalingListenerReconcilerOptions,
+} from './autoscaling-listener.reconciler';
+export { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
+export { ListenerMetrics } from './listener-metrics';
+export {
+  buildConfigSecret,
+  buildListenerPod,
+  buildRole,
+  buildRoleBinding,
+  buildServiceAccount,
+  listenerOwnedLabels,
+} from './listener-resources';
+export * from './setup';
