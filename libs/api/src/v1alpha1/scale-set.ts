@@ -25,6 +25,8 @@ export const ScaleSetConditionTypes = {
   scaleSetReady: 'ScaleSetReady',
   /** AutoscalingListener: the listener pod runs; False with the reason it was recreated. */
   listenerRunning: 'ListenerRunning',
+  /** AutoscalingRunnerSet: False with reason ListenerImageMissing when the controller has no listener image. */
+  listenerConfigured: 'ListenerConfigured',
 } as const;
 
 /** Reasons of the conditions and Events of the scale-set controllers. */
@@ -49,6 +51,8 @@ export const ScaleSetReasons = {
   listenerRestartBackoff: 'ListenerRestartBackoff',
   runnerFailed: 'RunnerFailed',
   drainingForUpdate: 'DrainingForUpdate',
+  /** No listener image is configured (CONTROLLER_MANAGER_CONTAINER_IMAGE), so no listener can run. */
+  listenerImageMissing: 'ListenerImageMissing',
 } as const;
 
 /** 32-bit FNV-1a of a string, as 8 lowercase hex digits (Go's hash/fnv New32a, as upstream names objects). */

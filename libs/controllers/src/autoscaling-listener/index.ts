@@ -14,3 +14,4 @@ export {
   listenerOwnedLabels,
 } from './listener-resources';
 export * from './setup';
+export * from './autoscaling-listener.module';

@@ -215,7 +215,25 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     }
 
     // 3. The listener.
+    if (!this.opts.listenerImage) return this.refuseListener(ars, runnerSet, log);
     await this.reconcileListener(ars, scaleSetId, log);
+    if (
+      findCondition(ars.status?.conditions, ScaleSetConditionTypes.listenerConfigured)?.status === 'False'
+    ) {
+      // Configured since (the controller restarted with an image): say so instead of a stale refusal.
+      await this.patchStatus(ars, {
+        conditions: setCondition(
+          ars.status?.conditions,
+          {
+            type: ScaleSetConditionTypes.listenerConfigured,
+            status: 'True',
+            reason: 'ListenerImageConfigured',
+            message: 'The controller has a listener image',
+          },
+          new Date(this.now()),
+        ),
+      });
+    }
     await this.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Running);
     const sinceCheck = this.now() - (this.lastChecked.get(key) ?? 0);
     return requeueAfter(Math.max(1, this.opts.scaleSetCheckIntervalMs - sinceCheck));
@@ -458,6 +476,41 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       spec: { ...live.spec, ephemeralRunnerSpec: spec },
     });
     log.info('Updated the runner spec of the EphemeralRunnerSet in place');
+  }
+
+  /**
+   * Without a listener image no listener can run, so nothing would ever scale the set. The app still
+   * starts (EphemeralRunner-only users need no image); each scale set says why it does not scale, on
+   * its status and in one Warning Event, and waits: the image only changes with a restart.
+   */
+  private async refuseListener(
+    ars: AutoscalingRunnerSet,
+    runnerSet: EphemeralRunnerSet,
+    log: Logger,
+  ): Promise<Result> {
+    const message =
+      'No listener image is configured: set CONTROLLER_MANAGER_CONTAINER_IMAGE on the controller (the chart sets it to the controller image)';
+    const previous = findCondition(ars.status?.conditions, ScaleSetConditionTypes.listenerConfigured);
+    if (previous?.reason !== ScaleSetReasons.listenerImageMissing) {
+      log.warn('Cannot create the listener of the scale set', {
+        reason: ScaleSetReasons.listenerImageMissing,
+      });
+      this.deps.events?.record(ars, 'Warning', ScaleSetReasons.listenerImageMissing, message);
+      await this.patchStatus(ars, {
+        conditions: setCondition(
+          ars.status?.conditions,
+          {
+            type: ScaleSetConditionTypes.listenerConfigured,
+            status: 'False',
+            reason: ScaleSetReasons.listenerImageMissing,
+            message,
+          },
+          new Date(this.now()),
+        ),
+      });
+    }
+    await this.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Pending);
+    return done;
   }
 
   private async reconcileListener(ars: AutoscalingRunnerSet, scaleSetId: number, log: Logger): Promise<void> {

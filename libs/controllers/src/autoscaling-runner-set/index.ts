@@ -15,3 +15,4 @@ export {
 } from './runner-scale-set-resources';
 export { scaleSetLabelsOf } from './scale-set-registration';
 export * from './setup';
+export * from './autoscaling-runner-set.module';

@@ -8,3 +8,4 @@ export { buildEphemeralRunner, buildRunnerProxySecret, proxySecretData } from '.
 export { idleRunnerCandidates, runnersByState, type RunnersByState } from './runner-states';
 export * from './scale-set-common';
 export * from './setup';
+export * from './ephemeral-runner-set.module';
