@@ -18,7 +18,6 @@ import {
   ListenerDefaults,
   autoscalingListenerName,
 } from '@aro/api';
-import { setupAutoscalingListenerController, setupAutoscalingRunnerSetController } from '@aro/controllers';
 import {
   ConfigMapKind,
   EventKind,
@@ -48,23 +47,20 @@ describe('AutoscalingListener controller', () => {
   const suite = scaleSetSuite();
   let f: ScaleSetFixture;
 
-  async function start(withRunnerScaleSetController = true) {
+  /**
+   * The app's graph. `withListenerImage` false plays a controller without
+   * CONTROLLER_MANAGER_CONTAINER_IMAGE: its AutoscalingRunnerSet controller makes no listener, so a
+   * test can make one by hand and have it stay deleted.
+   */
+  async function start(withListenerImage = true) {
     f = await suite.start({
-      setup: (parts, controllerNamespace) => {
-        if (withRunnerScaleSetController)
-          setupAutoscalingRunnerSetController(parts, {
-            controllerNamespace,
-            listenerImage: LISTENER_IMAGE,
-            errorBackoffBaseMs: 200,
-            deletionPollMs: 200,
-          });
-        setupAutoscalingListenerController(parts, {
-          restartBackoffBaseMs: 2_000,
-          restartBackoffMaxMs: 16_000,
-          deletionPollMs: 200,
-          metricsAddr: ':8080',
-          metricsEndpoint: '/metrics',
-        });
+      env: withListenerImage ? {} : { CONTROLLER_MANAGER_CONTAINER_IMAGE: '' },
+      listener: {
+        restartBackoffBaseMs: 2_000,
+        restartBackoffMaxMs: 16_000,
+        deletionPollMs: 200,
+        metricsAddr: ':8080',
+        metricsEndpoint: '/metrics',
       },
     });
   }
@@ -330,9 +326,31 @@ describe('AutoscalingListener controller', () => {
   });
 
   it('on deletion removes the pod, config secret, ServiceAccount, Role and RoleBinding (upstream: delete cleanup)', async () => {
-    // The listener alone: no AutoscalingRunnerSet controller to make a new one.
+    // No listener image: the AutoscalingRunnerSet controller makes no listener of its own, so the one
+    // made here stays deleted.
     await start(false);
     const { ars, listener } = await newScaleSet();
+    // The app started without the image all the same; the scale set says why it has no listener.
+    const refused = await waitFor(
+      async () => {
+        const current = await f.read<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, ars.metadata!.name!);
+        return current?.status?.conditions?.find(
+          (c) => c.type === 'ListenerConfigured' && c.reason === 'ListenerImageMissing',
+        );
+      },
+      { description: 'the ListenerImageMissing condition on the scale set', timeoutMs: 60_000 },
+    );
+    expect(refused.status).toBe('False');
+    expect(refused.message).toContain('CONTROLLER_MANAGER_CONTAINER_IMAGE');
+    const warning = await waitFor(
+      async () =>
+        (await f.list<CoreV1Event>(EventKind)).find(
+          (e) => e.involvedObject?.name === ars.metadata!.name && e.reason === 'ListenerImageMissing',
+        ),
+      { description: 'the ListenerImageMissing Warning Event' },
+    );
+    expect(warning.type).toBe('Warning');
+    expect(await listenerObject(listener)).toBeUndefined();
     await f.kube.create<AutoscalingListener>(AutoscalingListenerKind, {
       apiVersion: 'actions.github.com/v1alpha1',
       kind: 'AutoscalingListener',

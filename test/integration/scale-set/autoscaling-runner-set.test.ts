@@ -21,11 +21,7 @@ import {
   EphemeralRunnerSetKind,
   autoscalingListenerName,
 } from '@aro/api';
-import {
-  AutoscalingRunnerSetControllerConfig,
-  setupAutoscalingListenerController,
-  setupAutoscalingRunnerSetController,
-} from '@aro/controllers';
+import type { AutoscalingRunnerSetModuleOptions } from '@aro/controllers';
 import { EventKind, PodKind, RoleBindingKind, RoleKind, SecretKind, ServiceAccountKind } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { runnerContainerRunning, waitFor } from '../../harness';
@@ -49,22 +45,9 @@ describe('AutoscalingRunnerSet controller', () => {
   const suite = scaleSetSuite();
   let f: ScaleSetFixture;
 
-  async function start(config: Partial<AutoscalingRunnerSetControllerConfig> = {}, withListener = false) {
-    f = await suite.start({
-      setup: (parts, controllerNamespace) => {
-        setupAutoscalingRunnerSetController(parts, {
-          controllerNamespace,
-          listenerImage: LISTENER_IMAGE,
-          errorBackoffBaseMs: 200,
-          errorBackoffMaxMs: 2_000,
-          deletionPollMs: 200,
-          drainPollMs: 200,
-          ...config,
-        });
-        if (withListener)
-          setupAutoscalingListenerController(parts, { restartBackoffBaseMs: 200, deletionPollMs: 200 });
-      },
-    });
+  /** The app's graph, with short timings and `config` over the AutoscalingRunnerSet module's options. */
+  async function start(config: Partial<AutoscalingRunnerSetModuleOptions> = {}) {
+    f = await suite.start({ runnerScaleSet: config });
     return f;
   }
 
@@ -201,7 +184,7 @@ describe('AutoscalingRunnerSet controller', () => {
   });
 
   it('deleting it leaves nothing behind in the cluster or on the service, and releases the chart objects (upstream: delete cleanup; external permissions cleanup)', async () => {
-    await start({}, true);
+    await start();
     await createChartDependents();
     await f.kube.create(AutoscalingRunnerSetKind, chartManifest());
     const ars = await ready('arc-runner-set');

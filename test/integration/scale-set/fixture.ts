@@ -1,3 +1,5 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
@@ -10,18 +12,19 @@ import {
   ResourceKind,
 } from '@aro/api';
 import { ActionsServiceClient, MultiClient } from '@aro/actions';
-import {
-  EphemeralRunnerSetControllerConfig,
-  ScaleSetControllerParts,
-  UnregistrationQueue,
-  actionsClientsFrom,
-  setupEphemeralRunnerController,
-  setupEphemeralRunnerSetController,
+import type {
+  AutoscalingListenerModuleOptions,
+  AutoscalingRunnerSetModuleOptions,
+  EphemeralRunnerSetModuleOptions,
 } from '@aro/controllers';
-import { InformerCache, KubeClient, KubeObject, Manager, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { KubeClient, KubeObject, Manager, PodKind, SecretKind, isNotFound } from '@aro/kube';
 import { createLogger, Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
+import { loadControllerConfig } from '../../../apps/controller/src/config';
+import {
+  ControllerAppModule,
+  ControllerAppOptions,
+} from '../../../apps/controller/src/controller-app.module';
 import { createTestNamespace, testKubeConfig } from '../../harness';
 
 export const GITHUB_SECRET = 'github-config-secret';
@@ -34,9 +37,12 @@ export function testLogger(): Logger {
 }
 
 export interface ScaleSetFixtureOptions {
-  runnerSet?: Partial<EphemeralRunnerSetControllerConfig>;
-  /** Registers more controllers (the AutoscalingRunnerSet and listener suites) before the manager starts. */
-  setup?: (parts: ScaleSetControllerParts, controllerNamespace: string) => void;
+  /** Module options over the environment's, for short timings (the app's own graph runs all of them). */
+  runnerSet?: Partial<EphemeralRunnerSetModuleOptions>;
+  runnerScaleSet?: Partial<AutoscalingRunnerSetModuleOptions>;
+  listener?: Partial<AutoscalingListenerModuleOptions>;
+  /** Environment variables over the fixture's (e.g. CONTROLLER_MANAGER_CONTAINER_IMAGE: ''). */
+  env?: Record<string, string>;
   /** Skip creating the GitHub config secret. */
   skipSecret?: boolean;
 }
@@ -47,8 +53,11 @@ export interface ScaleSetFixture {
   controllerNamespace: string;
   sim: RunningSimulator;
   kube: KubeClient;
+  /** The app's one metrics registry: what it serves on /metrics. */
   registry: Registry;
   manager: Manager;
+  /** The booted app graph, to get any of its providers. */
+  app: INestApplicationContext;
   configUrl: string;
   read<T extends KubeObject>(kind: ResourceKind, name: string, namespace?: string): Promise<T | undefined>;
   list<T extends KubeObject>(kind: ResourceKind, namespace?: string): Promise<T[]>;
@@ -89,9 +98,16 @@ export function runnerPodTemplate(): EphemeralRunnerSpec['spec'] {
   };
 }
 
+/** Drops undefined values, so an override left unset does not erase what the environment gave. */
+function defined<T extends object>(part: T): T {
+  return Object.fromEntries(Object.entries(part).filter(([, v]) => v !== undefined)) as T;
+}
+
 /**
- * A namespace with the GitHub config secret and a manager running the EphemeralRunner controller and
- * the scale-set controllers asked for, against the shared control plane and the suite's simulator.
+ * A namespace with the GitHub config secret, and the controller app's own module graph (as main.ts
+ * boots it, without the HTTP server) watching that namespace only, with a controller namespace of
+ * its own (POD_NAMESPACE) for the listeners, against the shared control plane and the suite's
+ * simulator. Only the kubeconfig and short timings are the test's.
  */
 export async function startScaleSetFixture(
   sim: RunningSimulator,
@@ -109,60 +125,57 @@ export async function startScaleSetFixture(
       stringData: { github_token: DEFAULT_PAT },
     });
   }
-  const registry = new Registry();
-  const controllerClient = new KubeClient(kubeConfig, { userAgent: 'aro-controller-under-test' });
-  // All namespaces: listeners live in the controller namespace, their scale sets in the test's.
-  const cache = new InformerCache(controllerClient, { logger, registry });
-  const manager = new Manager({
-    client: controllerClient,
-    cache,
+  const options: ControllerAppOptions = {
+    config: loadControllerConfig({
+      WATCH_NAMESPACE: namespace,
+      POD_NAMESPACE: controllerNamespace,
+      LEADER_ELECTION: 'false',
+      SHUTDOWN_TIMEOUT_SECONDS: '5',
+      CONTROLLER_MANAGER_CONTAINER_IMAGE: LISTENER_IMAGE,
+      ...opts.env,
+    }),
     logger,
-    registry,
-    leaderElection: false,
-    gracefulShutdownTimeoutMs: 5_000,
-  });
-  const multiClient = new MultiClient({
-    logger,
-    registry,
-    retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 },
-  });
-  const resolver = new SecretResolver({ kube: controllerClient, multiClient, logger });
-  setupEphemeralRunnerController(
-    {
-      manager,
-      client: controllerClient,
-      cache,
-      apiReader: controllerClient,
-      actions: actionsClientsFrom(resolver),
-      unregistrations: new UnregistrationQueue({ actions: actionsClientsFrom(resolver), logger }),
-      logger,
-      // A registry of its own: its per-runner phase gauges share names and labels with the set's
-      // gauges, and two writers of one series would make the set's counts untestable (see the
-      // metrics section of docs/scale-set-controllers.md).
-      registry: new Registry(),
+    kubeConfig,
+    managerStart: 'manual',
+    overrides: {
+      ephemeralRunner: {
+        userAgent: USER_AGENT,
+        maxConcurrentReconciles: 4,
+        failureBackoffBaseMs: 50,
+      },
+      unregistration: {
+        orphanGraceMs: 60 * 60_000,
+        orphanSweepIntervalMs: 60 * 60_000,
+        drainTimeoutMs: 2_000,
+        jobStillRunningRetryMs: 200,
+      },
+      actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
+      ephemeralRunnerSet: defined({
+        failedRunnerBackoffBaseMs: 100,
+        failedRunnerBackoffMaxMs: 1_000,
+        deletionPollMs: 200,
+        ...opts.runnerSet,
+      }),
+      autoscalingRunnerSet: defined({
+        errorBackoffBaseMs: 200,
+        errorBackoffMaxMs: 2_000,
+        deletionPollMs: 200,
+        drainPollMs: 200,
+        ...opts.runnerScaleSet,
+      }),
+      autoscalingListener: defined({
+        restartBackoffBaseMs: 200,
+        deletionPollMs: 200,
+        ...opts.listener,
+      }),
     },
-    {
-      userAgent: USER_AGENT,
-      maxConcurrentReconciles: 4,
-      failureBackoffBaseMs: 50,
-    },
-  );
-  const parts: ScaleSetControllerParts = {
-    manager,
-    client: controllerClient,
-    cache,
-    apiReader: controllerClient,
-    resolver,
-    logger,
-    registry,
   };
-  setupEphemeralRunnerSetController(parts, {
-    failedRunnerBackoffBaseMs: 100,
-    failedRunnerBackoffMaxMs: 1_000,
-    deletionPollMs: 200,
-    ...opts.runnerSet,
+  const app = await NestFactory.createApplicationContext(ControllerAppModule.forRoot(options), {
+    logger: false,
+    abortOnError: false,
   });
-  opts.setup?.(parts, controllerNamespace);
+  const manager = app.get(Manager);
+  const registry = app.get<Registry>(Registry);
   await manager.start();
 
   const read = async <T extends KubeObject>(kind: ResourceKind, name: string, ns = namespace) => {
@@ -180,6 +193,7 @@ export async function startScaleSetFixture(
     kube,
     registry,
     manager,
+    app,
     configUrl: sim.configUrl({ org: 'octo' }),
     read,
     list: <T extends KubeObject>(kind: ResourceKind, ns = namespace) => kube.list<T>(kind, { namespace: ns }),
@@ -198,7 +212,7 @@ export async function startScaleSetFixture(
         status: { jobId, jobRequestId: 1, jobRepositoryName: 'octo/hello', jobDisplayName: 'build' },
       });
     },
-    stop: () => manager.stop(),
+    stop: () => app.close(),
   };
 }
 
