@@ -194,10 +194,14 @@ describe('AutoscalingRunnerSet controller', () => {
       description: 'the listener pod',
     });
     await f.scale('arc-runner-set', 3, 1);
-    await waitForRunners(f, 'arc-runner-set', (r) => r.length === 3, '3 runners');
-    await waitFor(() => suite.sim.registrations().filter((r) => r.scaleSetId === id).length === 3, {
-      description: '3 registrations on the service',
-    });
+    const runners = await waitForRunners(f, 'arc-runner-set', (r) => r.length === 3, '3 runners');
+    // This test's runners, by name: an earlier test of the file may have left registrations of its own
+    // under the same scale set name (the chart's), which the service's scale set is adopted by.
+    const names = runners.map((r) => r.metadata!.name!.toLowerCase());
+    await waitFor(
+      () => suite.sim.registrations().filter((r) => names.includes(r.name.toLowerCase())).length === 3,
+      { description: '3 registrations on the service', timeoutMs: 90_000 },
+    );
     expect(suite.sim.registrations().filter((r) => r.scaleSetId === id).length).toBeGreaterThan(0);
 
     await f.kube.delete(AutoscalingRunnerSetKind, f.namespace, 'arc-runner-set');

@@ -249,7 +249,14 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     await this.reconcileProxySecret(set, signal, log);
     // The idle runners let go for the new spec are owed back at once: the listener counted them as
     // capacity and will not send a new patch just because the template changed (upstream waits for one).
-    this.failureBackoff.set(key, { failuresInARow: 0, notBefore: 0, owed: releasedIdle });
+    // A second pass before the cache shows the stored hash finds those runners already deleting and
+    // releases none: it must not forget what the first pass owes (creation is capped by replicas).
+    const owedBefore = this.failureBackoff.get(key)?.owed ?? 0;
+    this.failureBackoff.set(key, {
+      failuresInARow: 0,
+      notBefore: 0,
+      owed: Math.max(owedBefore, releasedIdle),
+    });
     // Status before the hash: the hash's watch event must find the phase already reset, or the next
     // pass would take the set for Outdated still.
     await this.updateStatus(set, states, EphemeralRunnerSetPhase.Running, log, {
