@@ -367,6 +367,29 @@ describe('EphemeralRunnerSet controller', () => {
     });
   });
 
+  it("has one writer per runner gauge series: a set's runners are counted by the set alone, in the app's one registry", async () => {
+    // The set's own gauges off: what remains under its labels could only come from the runner-level
+    // phase metrics of the EphemeralRunner controller, which runs in the same app and registry.
+    f = await suite.start({ runnerSet: { publishMetrics: false } });
+    const name = uniqueName('ers');
+    await createRunnerSet(f, name, await createScaleSetOnService(suite.sim, name));
+    await f.scale(name, 2, 1);
+    // Evidence the runner controller looked: it wrote each runner's phase (where it publishes).
+    await startRunners(name, 2);
+    await waitForRunners(
+      f,
+      name,
+      (r) => r.length === 2 && r.every((x) => !!x.status?.phase),
+      'a phase on both runners',
+    );
+    const served = await f.registry.metrics();
+    const ofThisSet = served
+      .split('\n')
+      .filter((line) => /^gha_controller_(pending|running|failed)_ephemeral_runners\{/.test(line))
+      .filter((line) => line.includes(`name="${name}"`));
+    expect(ofThisSet).toEqual([]);
+  });
+
   it('creates the runner proxy secret, points runners at it, and deletes it with the set (upstream: proxy secret create/delete)', async () => {
     const { name } = await newSet((s) => {
       s.spec.ephemeralRunnerSpec.proxy = {
