@@ -58,6 +58,23 @@ export const controllerEnvSchema = z
           .map((s) => s.trim())
           .filter((s) => s !== ''),
       ),
+    /** Image of the listener pods (upstream's name for the controller's own image, which runs them). */
+    CONTROLLER_MANAGER_CONTAINER_IMAGE: z.string().default(''),
+    /** Where listeners serve their metrics; `0` or empty disables them. */
+    LISTENER_METRICS_ADDR: z.string().default(':8080'),
+    LISTENER_METRICS_ENDPOINT: z.string().default('/metrics'),
+    /** Comma-separated label key prefixes not copied from scale sets onto the objects made for them. */
+    EXCLUDE_LABEL_PROPAGATION_PREFIXES: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((p) => p.trim())
+          .filter((p) => p !== ''),
+      ),
+    /** How a runner template change reaches a busy scale set: eventual drains it first, immediate does not. */
+    UPDATE_STRATEGY: z.enum(['immediate', 'eventual']).default('eventual'),
   })
   .superRefine((env, ctx) => {
     if (env.RENEW_DEADLINE_SECONDS >= env.LEASE_DURATION_SECONDS) {

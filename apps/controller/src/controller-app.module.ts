@@ -2,8 +2,14 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ActionsModule, ActionsModuleOptions, userAgentFor } from '@aro/actions';
 import {
+  AutoscalingListenerModule,
+  AutoscalingListenerModuleOptions,
+  AutoscalingRunnerSetModule,
+  AutoscalingRunnerSetModuleOptions,
   EphemeralRunnerModule,
   EphemeralRunnerModuleOptions,
+  EphemeralRunnerSetModule,
+  EphemeralRunnerSetModuleOptions,
   UnregistrationModule,
   UnregistrationModuleOptions,
 } from '@aro/controllers';
@@ -35,6 +41,9 @@ export interface ControllerAppOptions {
     ephemeralRunner?: Partial<EphemeralRunnerModuleOptions>;
     unregistration?: Partial<UnregistrationModuleOptions>;
     actions?: ActionsModuleOptions;
+    ephemeralRunnerSet?: Partial<EphemeralRunnerSetModuleOptions>;
+    autoscalingRunnerSet?: Partial<AutoscalingRunnerSetModuleOptions>;
+    autoscalingListener?: Partial<AutoscalingListenerModuleOptions>;
   };
 }
 
@@ -47,6 +56,9 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     userAgent: userAgentFor('controller'),
     fieldManager: 'aro-controller',
     namespace: config.WATCH_NAMESPACE,
+    // Listeners and their pods, ServiceAccounts and config secrets live in the controller's namespace:
+    // a single-namespace cache must watch it too, or the listener controller reads nothing there.
+    extraNamespaces: [controllerNamespaceOf(config)],
     gracefulShutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     start: options.managerStart,
     onLeadershipLost: options.onLeadershipLost,
@@ -80,7 +92,49 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     ledgerNamespace: config.POD_NAMESPACE || config.WATCH_NAMESPACE || 'default',
     ...overrides.unregistration,
   };
-  return { kube, ephemeralRunner, unregistration, actions: overrides.actions ?? {} };
+  const ephemeralRunnerSet: EphemeralRunnerSetModuleOptions = {
+    excludeLabelPropagationPrefixes: config.EXCLUDE_LABEL_PROPAGATION_PREFIXES,
+    events: config.EVENTS,
+    now: options.now,
+    ...overrides.ephemeralRunnerSet,
+  };
+  const autoscalingRunnerSet: AutoscalingRunnerSetModuleOptions = {
+    controllerNamespace: controllerNamespaceOf(config),
+    // May be empty: EphemeralRunner-only users need no listener; each scale set then records why
+    // it gets none (ListenerImageMissing) instead of the app refusing to start.
+    listenerImage: config.CONTROLLER_MANAGER_CONTAINER_IMAGE,
+    excludeLabelPropagationPrefixes: config.EXCLUDE_LABEL_PROPAGATION_PREFIXES,
+    updateStrategy: config.UPDATE_STRATEGY,
+    events: config.EVENTS,
+    now: options.now,
+    ...overrides.autoscalingRunnerSet,
+  };
+  const autoscalingListener: AutoscalingListenerModuleOptions = {
+    metricsAddr: config.LISTENER_METRICS_ADDR,
+    metricsEndpoint: config.LISTENER_METRICS_ENDPOINT,
+    logLevel: config.LOG_LEVEL,
+    logFormat: config.LOG_FORMAT,
+    events: config.EVENTS,
+    now: options.now,
+    ...overrides.autoscalingListener,
+  };
+  return {
+    kube,
+    ephemeralRunner,
+    unregistration,
+    actions: overrides.actions ?? {},
+    ephemeralRunnerSet,
+    autoscalingRunnerSet,
+    autoscalingListener,
+  };
+}
+
+/**
+ * Where the listeners live: the controller's own namespace (POD_NAMESPACE, from the Downward API),
+ * else the watched one, else `default` (a controller run outside a cluster).
+ */
+export function controllerNamespaceOf(config: ControllerConfig): string {
+  return config.POD_NAMESPACE || config.WATCH_NAMESPACE || 'default';
 }
 
 /**
@@ -101,6 +155,9 @@ export class ControllerAppModule {
         SecretsModule.forRoot({}),
         UnregistrationModule.forRoot(modules.unregistration),
         EphemeralRunnerModule.forRoot(modules.ephemeralRunner),
+        EphemeralRunnerSetModule.forRoot(modules.ephemeralRunnerSet),
+        AutoscalingRunnerSetModule.forRoot(modules.autoscalingRunnerSet),
+        AutoscalingListenerModule.forRoot(modules.autoscalingListener),
         HealthModule,
         ...(options.extensions ?? []),
       ],

@@ -1,2 +1,5 @@
 export * from './ephemeral-runner';
 export * from './events/event-recorder';
+export * from './ephemeral-runner-set';
+export * from './autoscaling-runner-set';
+export * from './autoscaling-listener';

@@ -24,6 +24,8 @@ export interface KubeModuleOptions {
   fieldManager?: string;
   /** Namespace the informer cache watches; '' or undefined for all. */
   namespace?: string;
+  /** More namespaces the cache watches beside `namespace` (the controller's own); ignored when all. */
+  extraNamespaces?: readonly string[];
   /** Lease leader election; false runs leader-only work at once (one replica, tests). */
   leaderElection: LeaderElectionOptions | false;
   /** How long stopping lets in-flight work finish. Default 30 s. */
@@ -88,6 +90,7 @@ class KubeClientCloser implements OnApplicationShutdown {
       useFactory: (opts: KubeModuleOptions, client: KubeClient, logger: Logger, registry: Registry) =>
         new InformerCache(client, {
           namespace: opts.namespace || undefined,
+          extraNamespaces: opts.extraNamespaces,
           logger: logger.child({ component: 'cache' }),
           registry,
         }),

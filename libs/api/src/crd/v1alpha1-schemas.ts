@@ -1,4 +1,9 @@
-import type { AutoscalingListener, AutoscalingListenerSpec } from '../v1alpha1/autoscaling-listener-types';
+import type {
+  AutoscalingListener,
+  AutoscalingListenerSpec,
+  AutoscalingListenerStatus,
+} from '../v1alpha1/autoscaling-listener-types';
+import type { ScaleSetCondition } from '../v1alpha1/scale-set';
 import type {
   AutoscalingRunnerSet,
   AutoscalingRunnerSetPhase,
@@ -153,6 +158,16 @@ const ephemeralRunnerSetSpec = t.object<EphemeralRunnerSetSpec>(
   'EphemeralRunnerSetSpec defines the desired state of EphemeralRunnerSet',
 );
 
+// ARO: metav1.Condition's fields; the conditions are additions upstream does not write or read.
+const condition = t.object<ScaleSetCondition>({
+  type: required(t.string()),
+  status: required(t.stringOf<ScaleSetCondition['status']>(), 'True, False or Unknown.'),
+  reason: required(t.string()),
+  message: required(t.string()),
+  lastTransitionTime: required(t.dateTime()),
+  observedGeneration: optional(t.int64()),
+});
+
 const ephemeralRunnerSetStatus = t.object<EphemeralRunnerSetStatus>(
   {
     currentReplicas: required(t.int()),
@@ -160,6 +175,7 @@ const ephemeralRunnerSetStatus = t.object<EphemeralRunnerSetStatus>(
     runningEphemeralRunners: optional(t.int()),
     failedEphemeralRunners: optional(t.int()),
     phase: optional(t.stringOf<EphemeralRunnerSetPhase>(), 'Running, or Outdated once a runner is Outdated.'),
+    conditions: optional(t.array(condition), 'ARO: why the set is in its phase.'),
   },
   'EphemeralRunnerSetStatus defines the observed state of EphemeralRunnerSet',
 );
@@ -198,6 +214,10 @@ const autoscalingRunnerSetStatus = t.object<AutoscalingRunnerSetStatus>(
     pendingEphemeralRunners: optional(t.int()),
     runningEphemeralRunners: optional(t.int()),
     failedEphemeralRunners: optional(t.int()),
+    conditions: optional(
+      t.array(condition),
+      'ARO: the scale set on the Actions service and the runner version.',
+    ),
   },
   'AutoscalingRunnerSetStatus defines the observed state of AutoscalingRunnerSet',
 );
@@ -322,7 +342,16 @@ export const autoscalingListenerSchema: KindSchema<AutoscalingListener> = {
     col('AutoscalingRunnerSet Name', '.spec.autoscalingRunnerSetName'),
   ],
   spec: autoscalingListenerSpec,
-  status: t.emptyObject(),
+  status: t.object<AutoscalingListenerStatus>(
+    {
+      restarts: optional(t.int(), 'ARO: listener pod recreations in a row without reaching Running.'),
+      reason: optional(t.string(), 'ARO: why the listener pod was last recreated.'),
+      message: optional(t.string()),
+      lastRestartTime: optional(t.dateTime()),
+      conditions: optional(t.array(condition)),
+    },
+    'AutoscalingListenerStatus defines the observed state of AutoscalingListener',
+  ),
 };
 
 /** Every kind's schema, in the order the CRD files are generated. */

@@ -5,6 +5,7 @@ import type {
   V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import type { MetricsConfig, ProxyConfig, ResourceMeta, TLSConfig, VaultConfig } from './shared-types';
+import type { ScaleSetCondition } from './scale-set';
 
 export interface AutoscalingListenerSpec {
   githubConfigUrl?: string;
@@ -28,8 +29,21 @@ export interface AutoscalingListenerSpec {
   roleBindingMetadata?: ResourceMeta;
 }
 
-/** Upstream's listener status is an empty struct; kept so the status subresource has a type. */
-export type AutoscalingListenerStatus = Record<string, never>;
+/**
+ * Upstream's listener status is an empty struct. ARO records why the listener pod was last recreated
+ * and how often in a row, so a crash-looping listener is visible on the object (all fields optional,
+ * so an upstream-written listener reads the same).
+ */
+export interface AutoscalingListenerStatus {
+  /** Consecutive recreations of the listener pod without it reaching Running in between. */
+  restarts?: number;
+  /** Why the pod was last recreated (ListenerPodEnded, ListenerPodEvicted, ...). */
+  reason?: string;
+  message?: string;
+  /** When the pod was last found ended; the backoff counts from here. */
+  lastRestartTime?: string;
+  conditions?: ScaleSetCondition[];
+}
 
 export interface AutoscalingListener extends KubernetesObject {
   spec: AutoscalingListenerSpec;

@@ -1,5 +1,6 @@
 import type { KubernetesListObject, KubernetesObject, V1PodTemplateSpec } from '@kubernetes/client-node';
 import type { MetricsConfig, ProxyConfig, ResourceMeta, TLSConfig, VaultConfig } from './shared-types';
+import type { ScaleSetCondition } from './scale-set';
 
 export const AutoscalingRunnerSetPhase = {
   /** The spec changed (integrity hash differs) and the controller has not rolled it out yet. */
@@ -43,6 +44,8 @@ export interface AutoscalingRunnerSetStatus {
   pendingEphemeralRunners?: number;
   runningEphemeralRunners?: number;
   failedEphemeralRunners?: number;
+  /** ARO: the scale set on the Actions service (ScaleSetReady) and the runner version (RunnerVersionCurrent). */
+  conditions?: ScaleSetCondition[];
 }
 
 export interface AutoscalingRunnerSet extends KubernetesObject {

@@ -1,6 +1,7 @@
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { EphemeralRunnerSpec } from './ephemeral-runner-types';
 import type { ResourceMeta } from './shared-types';
+import type { ScaleSetCondition } from './scale-set';
 
 export const EphemeralRunnerSetPhase = {
   Running: 'Running',
@@ -27,6 +28,8 @@ export interface EphemeralRunnerSetStatus {
   runningEphemeralRunners?: number;
   failedEphemeralRunners?: number;
   phase?: EphemeralRunnerSetPhase;
+  /** ARO: why the set is in its phase (e.g. RunnerVersionCurrent False, reason Outdated). */
+  conditions?: ScaleSetCondition[];
 }
 
 export interface EphemeralRunnerSet extends KubernetesObject {

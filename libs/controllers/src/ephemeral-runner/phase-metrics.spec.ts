@@ -49,4 +49,28 @@ describe('EphemeralRunnerPhaseMetrics', () => {
     new EphemeralRunnerPhaseMetrics(silentLogger, registry).publish(runner('r1', 'not a url'), 'Pending');
     expect(await gauge(registry, 'pending')).toBe(0);
   });
+
+  it("leaves a set's runners out of the gauges the set publishes, and counts them in the others", async () => {
+    const registry = new Registry();
+    const metrics = new EphemeralRunnerPhaseMetrics(silentLogger, registry);
+    const owned = runner('owned');
+    owned.metadata!.ownerReferences = [
+      {
+        apiVersion: 'actions.github.com/v1alpha1',
+        kind: 'EphemeralRunnerSet',
+        name: 'set',
+        uid: 'u',
+        controller: true,
+      },
+    ];
+    metrics.publish(owned, 'Pending');
+    metrics.publish(runner('alone'), 'Pending');
+    expect(await gauge(registry, 'pending')).toBe(1);
+    metrics.publish(owned, 'Running');
+    expect(await gauge(registry, 'running')).toBe(0);
+    metrics.publish(owned, 'Succeeded');
+    expect(await gauge(registry, 'succeeded')).toBe(1);
+    metrics.publish(owned, '');
+    expect(await gauge(registry, 'succeeded')).toBe(0);
+  });
 });

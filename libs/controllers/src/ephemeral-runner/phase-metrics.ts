@@ -34,6 +34,26 @@ const GAUGES: Record<EphemeralRunnerPhase, { name: string; help: string }> = {
 };
 
 /**
+ * The phases whose gauges the EphemeralRunnerSet controller publishes for its set, with the same
+ * labels. A runner of a set is left out of them here: two writers of one series overwrite each other
+ * (the set's `set()` erases this class's increments, and the next increment makes the count wrong).
+ * The set's count is the one upstream's dashboards read; runners without a set are counted here.
+ */
+const PUBLISHED_BY_THE_SET: ReadonlySet<EphemeralRunnerPhase> = new Set<EphemeralRunnerPhase>([
+  EphemeralRunnerPhase.Pending,
+  EphemeralRunnerPhase.Running,
+  EphemeralRunnerPhase.Failed,
+]);
+
+function isOwnedByRunnerSet(runner: EphemeralRunner): boolean {
+  return (
+    runner.metadata?.ownerReferences?.some(
+      (ref) => ref.controller === true && ref.kind === 'EphemeralRunnerSet',
+    ) ?? false
+  );
+}
+
+/**
  * Per-phase gauges of EphemeralRunners, kept by remembering the phase each runner was last counted
  * in: a transition moves one runner from one gauge to the other, and a deletion takes it out, so the
  * gauges stay right without ever listing the runners.
@@ -61,7 +81,9 @@ export class EphemeralRunnerPhaseMetrics {
   }
 
   /** Records that `runner` is now in `phase`; an empty phase (or deletion) stops counting it. */
-  publish(runner: EphemeralRunner, phase: EphemeralRunnerPhase | '' | undefined): void {
+  publish(runner: EphemeralRunner, reported: EphemeralRunnerPhase | '' | undefined): void {
+    const phase =
+      reported && PUBLISHED_BY_THE_SET.has(reported) && isOwnedByRunnerSet(runner) ? '' : reported;
     const key = `${runner.metadata?.namespace}/${runner.metadata?.name}`;
     const previous = this.counted.get(key);
     if (previous?.phase === (phase || undefined)) return;

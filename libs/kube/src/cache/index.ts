@@ -2,3 +2,4 @@ export { Informer, type InformerEvent, type InformerEventHandler, type InformerO
 export { InformerCache, type InformerCacheOptions } from './informer-cache';
 export { CONTROLLING_OWNER_INDEX, controllingOwnerKey, controllingOwnerIndex } from './indexes';
 export { parseLabelSelector, parseFieldSelector, type LabelMatcher } from './selectors';
+export { NamespacedInformers, type CacheInformer } from './namespaced-informers';

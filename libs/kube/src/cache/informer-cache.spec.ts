@@ -60,3 +60,54 @@ describe('InformerCache', () => {
     },
   );
 });
+
+describe('InformerCache scoped to a namespace and the controller namespace', () => {
+  /** Lists only the pods of the namespace asked for, as the API server does for a namespaced list. */
+  function namespacedListingClient(pods: Pod[]): KubeClient {
+    const client = Object.create(KubeClient.prototype) as KubeClient;
+    return Object.assign(client, {
+      listWithVersion: (_kind: unknown, opts: { namespace?: string }) =>
+        Promise.resolve({
+          items: structuredClone(
+            pods.filter((p) => !opts.namespace || p.metadata.namespace === opts.namespace),
+          ),
+          resourceVersion: '10',
+        }),
+      watch: (_kind: unknown, _opts: unknown, _onEvent: unknown, signal: AbortSignal) =>
+        new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+    });
+  }
+
+  const pod = (namespace: string, name: string): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+  });
+
+  it('reads both namespaces, events from both, and refuses any other', async () => {
+    const cache = new InformerCache(
+      namespacedListingClient([pod('runners', 'r'), pod('controller', 'listener'), pod('other', 'x')]),
+      { namespace: 'runners', extraNamespaces: ['controller'], registry: new Registry() },
+    );
+    const seen: string[] = [];
+    cache
+      .informerFor(PodKind)
+      .addEventHandler((e) => seen.push(`${e.object.metadata?.namespace}/${e.object.metadata?.name}`));
+    await cache.start();
+    try {
+      await cache.waitForSync();
+      expect((await cache.get<Pod>(PodKind, 'controller', 'listener')).metadata.name).toBe('listener');
+      expect((await cache.get<Pod>(PodKind, 'runners', 'r')).metadata.name).toBe('r');
+      expect((await cache.list<Pod>(PodKind)).map((p) => p.metadata.name).sort()).toEqual(['listener', 'r']);
+      expect(
+        (await cache.list<Pod>(PodKind, { namespace: 'controller' })).map((p) => p.metadata.name),
+      ).toEqual(['listener']);
+      expect(seen.sort()).toEqual(['controller/listener', 'runners/r']);
+      await expect(cache.get(PodKind, 'other', 'x')).rejects.toThrow(
+        /watches namespace runners, controller only/,
+      );
+    } finally {
+      await cache.stop();
+    }
+  });
+});

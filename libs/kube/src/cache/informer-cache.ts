@@ -6,11 +6,17 @@ import type { KubeClient } from '../client/kube-client';
 import type { KubeObject, ListOptions, Reader } from '../client/types';
 import { CONTROLLING_OWNER_INDEX, controllingOwnerIndex } from './indexes';
 import { Informer, type InformerOptions } from './informer';
+import { NamespacedInformers, type CacheInformer } from './namespaced-informers';
 import { parseFieldSelector, parseLabelSelector } from './selectors';
 
 export interface InformerCacheOptions {
   /** Watch one namespace only; '' or undefined watches all. */
   namespace?: string;
+  /**
+   * More namespaces to watch beside `namespace` (the controller's own, where the listeners live, in a
+   * single-namespace install). Ignored when `namespace` is all.
+   */
+  extraNamespaces?: readonly string[];
   logger?: Logger;
   silenceTimeoutMs?: number;
   unhealthyAfterMs?: number;
@@ -38,8 +44,9 @@ function kindKey(kind: ResourceKind): string {
  * pod is really gone) reads through the KubeClient instead.
  */
 export class InformerCache implements Reader {
-  private readonly informers = new Map<string, Informer<KubeObject>>();
-  private readonly namespace: string | undefined;
+  private readonly informers = new Map<string, CacheInformer<KubeObject>>();
+  /** The namespaces watched; undefined watches all. */
+  private readonly namespaces: readonly string[] | undefined;
   private readonly log: Logger;
   private started = false;
 
@@ -47,30 +54,40 @@ export class InformerCache implements Reader {
     private readonly client: KubeClient,
     private readonly opts: InformerCacheOptions = {},
   ) {
-    this.namespace = opts.namespace || undefined;
+    this.namespaces = opts.namespace
+      ? [...new Set([opts.namespace, ...(opts.extraNamespaces ?? []).filter((n) => n !== '')])]
+      : undefined;
     this.log = opts.logger ?? silentLogger;
   }
 
   /** The informer for a kind, made (and started, if the cache runs) on first call. */
-  informerFor<T extends KubeObject>(kind: ResourceKind): Informer<T> {
+  informerFor<T extends KubeObject>(kind: ResourceKind): CacheInformer<T> {
     const key = kindKey(kind);
     let informer = this.informers.get(key);
     if (!informer) {
-      const informerOpts: InformerOptions = {
-        namespace: this.namespace,
-        logger: this.log,
-        silenceTimeoutMs: this.opts.silenceTimeoutMs,
-        unhealthyAfterMs: this.opts.unhealthyAfterMs,
-        watchTimeoutSeconds: this.opts.watchTimeoutSeconds,
-        backoff: this.opts.backoff,
-        registry: this.opts.registry,
-      };
-      informer = new Informer<KubeObject>(this.client, kind, informerOpts);
+      const make = (namespace: string | undefined): Informer<KubeObject> =>
+        new Informer<KubeObject>(this.client, kind, this.informerOptions(namespace));
+      informer =
+        kind.namespaced && this.namespaces && this.namespaces.length > 1
+          ? new NamespacedInformers(new Map(this.namespaces.map((ns) => [ns, make(ns)])))
+          : make(this.namespaces?.[0]);
       informer.addIndex(CONTROLLING_OWNER_INDEX, controllingOwnerIndex);
       this.informers.set(key, informer);
       if (this.started) void informer.start();
     }
-    return informer as unknown as Informer<T>;
+    return informer as unknown as CacheInformer<T>;
+  }
+
+  private informerOptions(namespace: string | undefined): InformerOptions {
+    return {
+      namespace,
+      logger: this.log,
+      silenceTimeoutMs: this.opts.silenceTimeoutMs,
+      unhealthyAfterMs: this.opts.unhealthyAfterMs,
+      watchTimeoutSeconds: this.opts.watchTimeoutSeconds,
+      backoff: this.opts.backoff,
+      registry: this.opts.registry,
+    };
   }
 
   async start(): Promise<void> {
@@ -118,7 +135,7 @@ export class InformerCache implements Reader {
       .filter((o) => matchesLabels(o.metadata?.labels) && matchesFields(o));
   }
 
-  private async syncedInformer<T extends KubeObject>(kind: ResourceKind): Promise<Informer<T>> {
+  private async syncedInformer<T extends KubeObject>(kind: ResourceKind): Promise<CacheInformer<T>> {
     if (!this.started) {
       throw new Error(`The informer cache is not started; cannot read ${kind.kind} from it`);
     }
@@ -138,9 +155,9 @@ export class InformerCache implements Reader {
   }
 
   private checkNamespace(kind: ResourceKind, namespace: string): void {
-    if (this.namespace && namespace !== this.namespace) {
+    if (this.namespaces && !this.namespaces.includes(namespace)) {
       throw new Error(
-        `The informer cache watches namespace ${this.namespace} only; cannot read ${kind.kind} in ${namespace || 'all namespaces'}`,
+        `The informer cache watches namespace ${this.namespaces.join(', ')} only; cannot read ${kind.kind} in ${namespace || 'all namespaces'}`,
       );
     }
   }

@@ -1,0 +1,129 @@
+import { createHash } from 'node:crypto';
+
+/*
+ * Names, hashes and condition types shared by the scale-set controllers (EphemeralRunnerSet,
+ * AutoscalingRunnerSet, AutoscalingListener) and anything that must find the objects they create
+ * (the charts, the listener, tests). Names follow upstream ARC so that objects made by either
+ * controller are found by the other.
+ */
+
+/** A status condition, with Kubernetes' metav1.Condition field names. */
+export interface ScaleSetCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** Condition types the scale-set controllers write. */
+export const ScaleSetConditionTypes = {
+  /** EphemeralRunnerSet / AutoscalingRunnerSet: False with reason Outdated once a runner reports a deprecated version. */
+  runnerVersionCurrent: 'RunnerVersionCurrent',
+  /** AutoscalingRunnerSet: the scale set exists on the Actions service and matches the spec. */
+  scaleSetReady: 'ScaleSetReady',
+  /** AutoscalingListener: the listener pod runs; False with the reason it was recreated. */
+  listenerRunning: 'ListenerRunning',
+  /** AutoscalingRunnerSet: False with reason ListenerImageMissing when the controller has no listener image. */
+  listenerConfigured: 'ListenerConfigured',
+} as const;
+
+/** Reasons of the conditions and Events of the scale-set controllers. */
+export const ScaleSetReasons = {
+  outdated: 'Outdated',
+  scaleSetCreated: 'ScaleSetCreated',
+  scaleSetAdopted: 'ScaleSetAdopted',
+  scaleSetUpdated: 'ScaleSetUpdated',
+  /** The Actions service answered that the scale set is gone (it deletes long-offline ones). */
+  scaleSetRecreated: 'ScaleSetRecreated',
+  scaleSetDeleted: 'ScaleSetDeleted',
+  invalidCredentials: 'InvalidCredentials',
+  tlsFailure: 'TLSFailure',
+  proxyFailure: 'ProxyFailure',
+  runnerGroupNotFound: 'RunnerGroupNotFound',
+  actionsServiceError: 'ActionsServiceError',
+  invalidConfiguration: 'InvalidConfiguration',
+  listenerRunning: 'ListenerRunning',
+  listenerPodEnded: 'ListenerPodEnded',
+  listenerPodEvicted: 'ListenerPodEvicted',
+  listenerPodDeleted: 'ListenerPodDeleted',
+  listenerRestartBackoff: 'ListenerRestartBackoff',
+  runnerFailed: 'RunnerFailed',
+  drainingForUpdate: 'DrainingForUpdate',
+  /** No listener image is configured (CONTROLLER_MANAGER_CONTAINER_IMAGE), so no listener can run. */
+  listenerImageMissing: 'ListenerImageMissing',
+} as const;
+
+/** 32-bit FNV-1a of a string, as 8 lowercase hex digits (Go's hash/fnv New32a, as upstream names objects). */
+export function fnv32aHex(text: string): string {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}
+
+/** JSON with object keys sorted at every level, so equal values always hash the same. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined) out[key] = sortKeys(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * The integrity hash of a spec (annotation `actions.github.com/integrity-hash`): a short digest of its
+ * canonical JSON. Only equality matters; the format is ARO's (upstream's is opaque too).
+ */
+export function integrityHash(value: unknown): string {
+  return createHash('sha256').update(stableJson(value)).digest('hex').slice(0, 16);
+}
+
+/**
+ * A label value Kubernetes accepts, as upstream trims the GitHub URL parts: over 63 characters becomes
+ * the first 58 plus `-trim`; otherwise leading and trailing `-`, `_`, `.` are stripped.
+ */
+export function trimLabelValue(value: string): string {
+  if (value.length > 63) return `${value.slice(0, 58)}-trim`;
+  return value.replace(/^[-_.]+/, '').replace(/[-_.]+$/, '');
+}
+
+/** The Secret with the runner pods' proxy variables: `<set>-<fnv32a(namespace)>-runner-proxy`. */
+export function runnerProxySecretName(runnerSetName: string, namespace: string): string {
+  return `${runnerSetName}-${fnv32aHex(namespace)}-runner-proxy`;
+}
+
+/**
+ * The AutoscalingListener of a scale set, in the controller's namespace:
+ * `<set>-<fnv32a(namespace@runnerGroup@configUrl)>-listener`, as upstream, so two scale sets of the
+ * same name in different namespaces never share one.
+ */
+export function autoscalingListenerName(
+  runnerSetName: string,
+  namespace: string,
+  runnerGroup: string,
+  githubConfigUrl: string,
+): string {
+  return `${runnerSetName}-${fnv32aHex(`${namespace}@${runnerGroup}@${githubConfigUrl}`)}-listener`;
+}
+
+/** Secret with the listener pod's proxy variables (upstream's name). */
+export function listenerProxySecretName(listenerName: string): string {
+  return `${listenerName}-proxy`;
+}
+
+/** The runner group a scale set lands in when `spec.runnerGroup` is empty. */
+export const DEFAULT_RUNNER_GROUP = 'Default';
+export const DEFAULT_RUNNER_GROUP_ID = 1;

@@ -1,0 +1,17 @@
+export {
+  AutoscalingListenerReconciler,
+  type AutoscalingListenerReconcilerDeps,
+  type AutoscalingListenerReconcilerOptions,
+} from './autoscaling-listener.reconciler';
+export { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
+export { ListenerMetrics } from './listener-metrics';
+export {
+  buildConfigSecret,
+  buildListenerPod,
+  buildRole,
+  buildRoleBinding,
+  buildServiceAccount,
+  listenerOwnedLabels,
+} from './listener-resources';
+export * from './setup';
+export * from './autoscaling-listener.module';

@@ -1,0 +1,65 @@
+import { AutoscalingListener, ListenerConfig, VAULT_TYPE_AZURE_KEY_VAULT } from '@aro/api';
+import { SecretResolver, configHolderOfListener, vaultTypeOf } from '@aro/secrets';
+
+export interface ListenerConfigSettings {
+  scaleSetName: string;
+  logLevel?: string;
+  logFormat?: string;
+  metricsAddr: string;
+  metricsEndpoint: string;
+}
+
+/**
+ * The listener's config.json (the contract in `@aro/api` ListenerConfig): the scale set and its
+ * EphemeralRunnerSet, the bounds, and everything it needs to reach the service resolved here, where
+ * the Secrets can be read: the credentials (or the vault lookup, when the set uses a vault), the CA
+ * PEM and the proxy with its credentials. The listener's ServiceAccount can then be denied every read.
+ */
+export async function buildListenerConfig(
+  resolver: SecretResolver,
+  listener: AutoscalingListener,
+  settings: ListenerConfigSettings,
+  signal: AbortSignal,
+): Promise<ListenerConfig> {
+  const holder = configHolderOfListener(listener);
+  const spec = listener.spec;
+  const config: ListenerConfig = {
+    configure_url: spec.githubConfigUrl ?? '',
+    ephemeral_runner_set_namespace: spec.autoscalingRunnerSetNamespace ?? '',
+    ephemeral_runner_set_name: spec.ephemeralRunnerSetName ?? '',
+    max_runners: spec.maxRunners ?? 0,
+    min_runners: spec.minRunners ?? 0,
+    runner_scale_set_id: spec.runnerScaleSetId ?? 0,
+    runner_scale_set_name: settings.scaleSetName,
+    log_level: settings.logLevel,
+    log_format: settings.logFormat,
+    metrics_addr: settings.metricsAddr,
+    metrics_endpoint: settings.metricsEndpoint,
+  };
+  if (spec.metrics) config.metrics = spec.metrics;
+  const vaultType = vaultTypeOf(holder);
+  if (vaultType !== '' && vaultType === VAULT_TYPE_AZURE_KEY_VAULT) {
+    config.vault_type = vaultType;
+    config.vault_lookup_key = spec.githubConfigSecret ?? '';
+  } else {
+    const credentials = await resolver.getCredentials(holder, signal);
+    if (credentials.kind === 'pat') {
+      config.github_token = credentials.token;
+    } else {
+      config.github_app_id = credentials.appId;
+      config.github_app_installation_id = credentials.installationId;
+      config.github_app_private_key = credentials.privateKey;
+    }
+  }
+  const rootCAs = await resolver.getRootCAs(holder, signal);
+  if (rootCAs?.length) config.server_root_ca = rootCAs.join('\n');
+  const proxy = await resolver.getProxySettings(holder, signal);
+  if (proxy) {
+    config.proxy = {
+      ...(proxy.http ? { http: proxy.http } : {}),
+      ...(proxy.https ? { https: proxy.https } : {}),
+      ...(proxy.noProxy?.length ? { no_proxy: proxy.noProxy } : {}),
+    };
+  }
+  return config;
+}

@@ -1,0 +1,62 @@
+import type { V1Role } from '@kubernetes/client-node';
+import { AutoscalingListenerKind, Labels } from '@aro/api';
+import {
+  ControllerBuilder,
+  PodKind,
+  RoleBindingKind,
+  RoleKind,
+  ServiceAccountKind,
+  resourceVersionChangedPredicate,
+} from '@aro/kube';
+import { metricsRegistry } from '@aro/observability';
+import { ScaleSetControllerParts, eventRecorderFor } from '../ephemeral-runner-set/setup';
+import {
+  AutoscalingListenerReconciler,
+  type AutoscalingListenerReconcilerOptions,
+} from './autoscaling-listener.reconciler';
+import { ListenerMetrics } from './listener-metrics';
+
+export interface AutoscalingListenerControllerConfig extends AutoscalingListenerReconcilerOptions {
+  maxConcurrentReconciles?: number;
+  events?: 'all' | 'failures' | 'none';
+}
+
+/** The listener a Role or RoleBinding belongs to, from the labels it carries (it lives in another namespace). */
+function listenerOfLabels(object: V1Role): Array<{ namespace: string; name: string }> {
+  const labels = object.metadata?.labels ?? {};
+  const name = labels[Labels.autoscalingListenerName];
+  const namespace = labels[Labels.autoscalingListenerNamespace];
+  return name && namespace ? [{ namespace, name }] : [];
+}
+
+/**
+ * Registers the AutoscalingListener controller: it reconciles listeners and is woken by their pods
+ * and ServiceAccounts (owned) and by their Roles and RoleBindings (by label). It runs only on the leader.
+ */
+export function setupAutoscalingListenerController(
+  parts: ScaleSetControllerParts,
+  config: AutoscalingListenerControllerConfig = {},
+): AutoscalingListenerReconciler {
+  const reconciler = new AutoscalingListenerReconciler(
+    {
+      client: parts.client,
+      cache: parts.cache,
+      resolver: parts.resolver,
+      metrics: new ListenerMetrics(parts.registry ?? metricsRegistry()),
+      events: eventRecorderFor(parts, config.events),
+      logger: parts.logger,
+      now: parts.now,
+    },
+    config,
+  );
+  new ControllerBuilder(parts.manager, 'autoscalinglistener')
+    .for(AutoscalingListenerKind)
+    .owns(PodKind)
+    .owns(ServiceAccountKind)
+    .watches<V1Role>(RoleKind, listenerOfLabels)
+    .watches<V1Role>(RoleBindingKind, listenerOfLabels)
+    .withEventFilter(resourceVersionChangedPredicate)
+    .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 1 })
+    .complete(reconciler);
+  return reconciler;
+}

@@ -1,0 +1,94 @@
+import { ProxyConfig, ScaleSetReasons } from '@aro/api';
+import { isActionsError, isUnauthorized } from '@aro/actions';
+import { isSecretResolutionError } from '@aro/secrets';
+import { describeError } from '../ephemeral-runner-set/scale-set-common';
+
+export interface ClassifiedFailure {
+  reason: string;
+  message: string;
+}
+
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'EPROTO',
+]);
+
+function causeChain(err: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let cur: unknown = err, depth = 0; cur && depth < 6; depth++) {
+    chain.push(cur);
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return chain;
+}
+
+function codes(err: unknown): string[] {
+  return causeChain(err)
+    .map((e) => (e as { code?: unknown }).code)
+    .filter((c): c is string => typeof c === 'string');
+}
+
+/**
+ * Names what a person must fix when a scale set cannot be reached, instead of a bare error: a bad or
+ * missing credential, a CA the server's certificate does not chain to, a proxy that refuses or cannot
+ * be reached, a runner group that does not exist. Anything else is the Actions service's own error.
+ */
+export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undefined): ClassifiedFailure {
+  const message = describeError(err);
+  const proxyConfigured = proxy !== undefined;
+  const proxySecrets = [proxy?.http?.credentialSecretRef, proxy?.https?.credentialSecretRef].filter(
+    (name): name is string => !!name,
+  );
+  if (isSecretResolutionError(err)) {
+    if (
+      err.reason === 'ProxyCredentialsMissing' ||
+      err.reason === 'InvalidProxyUrl' ||
+      (err.secretName !== undefined && proxySecrets.includes(err.secretName))
+    ) {
+      return { reason: ScaleSetReasons.proxyFailure, message };
+    }
+    if (
+      err.reason === 'ConfigMapNotFound' ||
+      err.reason === 'InvalidCertificate' ||
+      err.reason === 'InvalidTLSConfig'
+    ) {
+      return { reason: ScaleSetReasons.tlsFailure, message };
+    }
+    return { reason: ScaleSetReasons.invalidCredentials, message };
+  }
+  if (codes(err).some((c) => TLS_CODES.has(c)) || /certificate|self[- ]signed/i.test(message)) {
+    return { reason: ScaleSetReasons.tlsFailure, message };
+  }
+  if (
+    /Proxy response \(\d+\)|proxy/i.test(message) ||
+    (proxyConfigured && codes(err).some((c) => c === 'ECONNREFUSED' || c === 'ENOTFOUND'))
+  ) {
+    return { reason: ScaleSetReasons.proxyFailure, message };
+  }
+  if (isUnauthorized(err) || (isActionsError(err) && (err.statusCode === 401 || err.statusCode === 403))) {
+    return { reason: ScaleSetReasons.invalidCredentials, message };
+  }
+  if (err instanceof RunnerGroupNotFoundError)
+    return { reason: ScaleSetReasons.runnerGroupNotFound, message };
+  if (err instanceof InvalidScaleSetSpecError)
+    return { reason: ScaleSetReasons.invalidConfiguration, message };
+  return { reason: ScaleSetReasons.actionsServiceError, message };
+}
+
+export class RunnerGroupNotFoundError extends Error {
+  override readonly name = 'RunnerGroupNotFoundError';
+}
+
+export class InvalidScaleSetSpecError extends Error {
+  override readonly name = 'InvalidScaleSetSpecError';
+}

@@ -1,0 +1,18 @@
+export {
+  AutoscalingRunnerSetReconciler,
+  type AutoscalingRunnerSetReconcilerDeps,
+  type AutoscalingRunnerSetReconcilerOptions,
+} from './autoscaling-runner-set.reconciler';
+export { removeCleanupProtection } from './cleanup-protection';
+export { classifyScaleSetFailure, type ClassifiedFailure } from './failure-reasons';
+export {
+  UNBOUNDED_MAX_RUNNERS,
+  buildAutoscalingListener,
+  buildEphemeralRunnerSet,
+  listenerNameOf,
+  runnerScaleSetHash,
+  scaleSetIdOf,
+} from './runner-scale-set-resources';
+export { scaleSetLabelsOf } from './scale-set-registration';
+export * from './setup';
+export * from './autoscaling-runner-set.module';

@@ -1,0 +1,67 @@
+import { AutoscalingRunnerSet, DEFAULT_RUNNER_GROUP_ID } from '@aro/api';
+import { ActionsServiceClient, RunnerScaleSet, isNotFound as isActionsNotFound } from '@aro/actions';
+import { RunnerGroupNotFoundError } from './failure-reasons';
+import { scaleSetName } from './runner-scale-set-resources';
+
+/*
+ * The scale set's side on the Actions service: found by name in its runner group, or created with
+ * the set's labels and runner updates disabled (ARC pins the runner version in the image; an
+ * auto-updating runner would replace itself mid-pod).
+ */
+
+export async function runnerGroupId(
+  client: ActionsServiceClient,
+  group: string | undefined,
+  signal: AbortSignal,
+): Promise<{ id: number; name: string }> {
+  if (!group) return { id: DEFAULT_RUNNER_GROUP_ID, name: 'Default' };
+  try {
+    const found = await client.getRunnerGroupByName(group, { signal });
+    return { id: found.id, name: found.name };
+  } catch (err) {
+    if (isActionsNotFound(err)) {
+      throw new RunnerGroupNotFoundError(
+        `runner group ${JSON.stringify(group)} does not exist for this GitHub configuration; create it or change spec.runnerGroup`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}
+
+/** System labels of a scale set: its name, then each extra label once. */
+export function scaleSetLabelsOf(ars: AutoscalingRunnerSet): Array<{ name: string; type: string }> {
+  const names = [scaleSetName(ars), ...(ars.spec.runnerScaleSetLabels ?? [])];
+  return [...new Set(names.filter((n) => n.trim() !== ''))].map((name) => ({ name, type: 'System' }));
+}
+
+/** The scale set of that name in that group, adopted as it is, or a new one. */
+export async function findOrCreateScaleSet(
+  client: ActionsServiceClient,
+  ars: AutoscalingRunnerSet,
+  groupId: number,
+  signal: AbortSignal,
+): Promise<{ scaleSet: RunnerScaleSet; created: boolean }> {
+  const name = scaleSetName(ars);
+  const existing = await client.getRunnerScaleSet(groupId, name, { signal });
+  if (existing) return { scaleSet: existing, created: false };
+  const scaleSet = await client.createRunnerScaleSet(
+    { name, runnerGroupId: groupId, labels: scaleSetLabelsOf(ars), runnerSetting: { disableUpdate: true } },
+    { signal },
+  );
+  return { scaleSet, created: true };
+}
+
+/** The scale set by ID, or undefined when the service says it is gone. */
+export async function scaleSetById(
+  client: ActionsServiceClient,
+  id: number,
+  signal: AbortSignal,
+): Promise<RunnerScaleSet | undefined> {
+  try {
+    return await client.getRunnerScaleSetById(id, { signal });
+  } catch (err) {
+    if (isActionsNotFound(err)) return undefined;
+    throw err;
+  }
+}

@@ -1,0 +1,11 @@
+export {
+  EphemeralRunnerSetReconciler,
+  type EphemeralRunnerSetReconcilerDeps,
+  type EphemeralRunnerSetReconcilerOptions,
+} from './ephemeral-runner-set.reconciler';
+export { EphemeralRunnerSetMetrics } from './runner-set-metrics';
+export { buildEphemeralRunner, buildRunnerProxySecret, proxySecretData } from './runner-set-resources';
+export { idleRunnerCandidates, runnersByState, type RunnersByState } from './runner-states';
+export * from './scale-set-common';
+export * from './setup';
+export * from './ephemeral-runner-set.module';
