@@ -79,6 +79,9 @@ export class ControllerReplicas {
       PROBE_BIND_ADDRESS: '127.0.0.1',
       POD_NAME: name,
       POD_NAMESPACE: LEASE_NAMESPACE,
+      // The image listener pods get, as the chart sets it; the listener-pod player runs the listener
+      // from source whatever the pod names.
+      CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:sandbox',
       LOG_FORMAT: 'json',
       LOG_LEVEL: 'info',
     };

@@ -8,6 +8,13 @@ import {
   PatchStrategy,
   V1Deployment,
 } from '@kubernetes/client-node';
+import {
+  AutoscalingListenerKind,
+  AutoscalingRunnerSetKind,
+  EphemeralRunnerKind,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
+import { KubeClient, type KubeObject } from '@aro/kube';
 import { controlPlaneInfo, createTestNamespace, testKubeConfig } from '../../harness';
 import { CHARTS, Manifest, findManifest, render } from './helm-chart';
 import { writeTokenKubeconfig } from './chart-process';
@@ -131,6 +138,27 @@ export async function installCharts(
             .catch(() => undefined);
         }
         if (!m.metadata.namespace) await api.delete(ref).catch(() => undefined);
+      }
+      // What the controller made (sets, runners, listeners) keeps its finalizers once the controller is
+      // stopped; left in place, the next test's cluster-wide controller would reconcile it under a
+      // release whose Roles are gone. Release and delete it, as an uninstall with a live controller would.
+      const kube = new KubeClient(testKubeConfig());
+      for (const namespace of [runnerNamespace, controllerNamespace]) {
+        for (const kind of [
+          AutoscalingRunnerSetKind,
+          EphemeralRunnerSetKind,
+          EphemeralRunnerKind,
+          AutoscalingListenerKind,
+        ]) {
+          const objects = await kube.list<KubeObject>(kind, { namespace }).catch(() => [] as KubeObject[]);
+          for (const o of objects) {
+            const name = o.metadata?.name ?? '';
+            await kube
+              .mergePatch(kind, namespace, name, { metadata: { finalizers: null } })
+              .catch(() => undefined);
+            await kube.delete(kind, namespace, name).catch(() => undefined);
+          }
+        }
       }
     },
   };

@@ -143,7 +143,12 @@ describeE2E('Scale-set mode end to end (controllers + listener process + simulat
       metadata: { name: 'gh', namespace },
       stringData: { github_token: DEFAULT_PAT },
     });
-    app = await bootControllerApp({ LEADER_ELECTION: 'false', POD_NAMESPACE: controllerNamespace });
+    app = await bootControllerApp({
+      LEADER_ELECTION: 'false',
+      POD_NAMESPACE: controllerNamespace,
+      // The image listener pods get; the listener-pod player runs the listener from source whatever it says.
+      CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:test',
+    });
     listeners = ListenerPlayer.start({ namespace: controllerNamespace });
     runners = new RunnerPlayer(sim, kube, namespace);
     runners.start();

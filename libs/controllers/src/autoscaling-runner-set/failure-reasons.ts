@@ -1,6 +1,6 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
 import { isActionsError, isUnauthorized } from '@aro/actions';
-import { isSecretResolutionError } from '@aro/secrets';
+import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
 import { describeError } from '../ephemeral-runner-set/scale-set-common';
 
 export interface ClassifiedFailure {
@@ -75,7 +75,13 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
   ) {
     return { reason: ScaleSetReasons.proxyFailure, message };
   }
-  if (isUnauthorized(err) || (isActionsError(err) && (err.statusCode === 401 || err.statusCode === 403))) {
+  // A refused credential, whether the service refused it just now or the resolver remembers that it did
+  // (it answers the same for a while instead of asking the service once per caller).
+  if (
+    isCredentialFailure(err) ||
+    isUnauthorized(err) ||
+    (isActionsError(err) && (err.statusCode === 401 || err.statusCode === 403))
+  ) {
     return { reason: ScaleSetReasons.invalidCredentials, message };
   }
   if (err instanceof RunnerGroupNotFoundError)
