@@ -3,8 +3,8 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { NestLoggerAdapter } from '@aro/observability';
 import { ListenerAppModule, ListenerAppOptions } from './listener-app.module';
-import { NestLogger } from './nest-logger';
 import { ScaleSetListener } from './scale-set-listener';
 
 export interface StartedListener {
@@ -27,7 +27,8 @@ export async function startListenerApp(options: ListenerAppOptions): Promise<Sta
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const module = ListenerAppModule.forRoot(options, registry);
-  const nestLogger = new NestLogger(logger.child({ component: 'nest' }));
+  // The same adapter the controller uses; made here because Nest logs before its injector exists.
+  const nestLogger = new NestLoggerAdapter(logger);
   let app: INestApplicationContext;
   let port: number | undefined;
   if (config.serve) {
