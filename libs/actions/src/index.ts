@@ -20,6 +20,7 @@ export {
 } from './errors';
 export type { ActionsErrorKind } from './errors';
 export { createAppJwt } from './jwt';
+export { errorCodesOf, isTlsFailure } from './error-codes';
 export { MultiClient } from './multi-client';
 export type { ClientForOptions, MultiClientOptions } from './multi-client';
 export type { RetryOptions } from './retry';

@@ -2,6 +2,8 @@
  * When to repeat a request, after go-retryablehttp (what the Go client uses), with one change: a
  * request that must not take effect twice is repeated only when the server certainly did not act.
  */
+import { certificateTrustCodes, errorCodeOf } from './error-codes';
+
 export interface RetryOptions {
   /** Retries after the first attempt (so up to maxRetries + 1 attempts). */
   maxRetries?: number;
@@ -72,30 +74,12 @@ const notSentCodes = new Set([
 
 const permanentCodes = new Set([
   // Retrying cannot fix a certificate the client does not trust, or a malformed request.
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
+  ...certificateTrustCodes,
   'ERR_INVALID_URL',
   'UND_ERR_INVALID_ARG',
   'UND_ERR_NOT_SUPPORTED',
   'ERR_INVALID_PROTOCOL',
 ]);
-
-export function errorCodeOf(e: unknown): string | undefined {
-  for (let cur: unknown = e, depth = 0; cur && depth < 4; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
 
 export function classifyTransportError(e: unknown): TransportFailure {
   const code = errorCodeOf(e);

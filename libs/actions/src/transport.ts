@@ -4,9 +4,9 @@ import { request } from 'undici';
 import { Dispatchers } from './dispatchers';
 import { ActionsError, redactUrl } from './errors';
 import { ActionsMetrics } from './metrics';
+import { errorCodeOf } from './error-codes';
 import {
   classifyTransportError,
-  errorCodeOf,
   Repeatability,
   ResolvedRetryOptions,
   retryWaitMs,

@@ -1,41 +1,11 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
-import { isActionsError, isUnauthorized } from '@aro/actions';
+import { errorCodesOf, isActionsError, isTlsFailure, isUnauthorized } from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
 import { describeError } from '../ephemeral-runner-set/scale-set-common';
 
 export interface ClassifiedFailure {
   reason: string;
   message: string;
-}
-
-const TLS_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-  'EPROTO',
-]);
-
-function causeChain(err: unknown): unknown[] {
-  const chain: unknown[] = [];
-  for (let cur: unknown = err, depth = 0; cur && depth < 6; depth++) {
-    chain.push(cur);
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return chain;
-}
-
-function codes(err: unknown): string[] {
-  return causeChain(err)
-    .map((e) => (e as { code?: unknown }).code)
-    .filter((c): c is string => typeof c === 'string');
 }
 
 /**
@@ -66,12 +36,12 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
     }
     return { reason: ScaleSetReasons.invalidCredentials, message };
   }
-  if (codes(err).some((c) => TLS_CODES.has(c)) || /certificate|self[- ]signed/i.test(message)) {
+  if (isTlsFailure(err) || /certificate|self[- ]signed/i.test(message)) {
     return { reason: ScaleSetReasons.tlsFailure, message };
   }
   if (
     /Proxy response \(\d+\)|proxy/i.test(message) ||
-    (proxyConfigured && codes(err).some((c) => c === 'ECONNREFUSED' || c === 'ENOTFOUND'))
+    (proxyConfigured && errorCodesOf(err).some((c) => c === 'ECONNREFUSED' || c === 'ENOTFOUND'))
   ) {
     return { reason: ScaleSetReasons.proxyFailure, message };
   }

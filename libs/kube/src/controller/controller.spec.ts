@@ -3,7 +3,7 @@ import { createLogger } from '@aro/observability';
 import { Registry } from 'prom-client';
 import type { InformerEvent } from '../cache';
 import type { KubeObject } from '../client';
-import { FakeClock, flushMicrotasks } from '../queue/clock';
+import { FakeClock, flushMicrotasks } from '../testing';
 import { Controller, type ControllerOptions, type EventSource } from './controller';
 import { enqueueControllingOwner, enqueueObject } from './handlers';
 import { resourceVersionChangedPredicate } from './predicates';

@@ -1,8 +1,7 @@
 import { createLogger } from '@aro/observability';
 import { Registry } from 'prom-client';
-import { FakeClock, flushMicrotasks } from '../queue/clock';
+import { FakeClock, InMemoryLeases, flushMicrotasks } from '../testing';
 import { type ElectionOutcome, LeaderElector, type LeaderElectionOptions, microTime } from './leader-elector';
-import { InMemoryLeases } from './in-memory-leases';
 import type { Lease, LeaseClient } from './lease-client';
 
 const timings: Partial<LeaderElectionOptions> = {

@@ -2,8 +2,7 @@ import { createLogger } from '@aro/observability';
 import { Registry } from 'prom-client';
 import type { InformerCache } from '../cache';
 import type { KubeClient } from '../client';
-import { InMemoryLeases } from '../leaderelection/in-memory-leases';
-import { FakeClock, flushMicrotasks } from '../queue/clock';
+import { FakeClock, InMemoryLeases, flushMicrotasks } from '../testing';
 import { Manager, type ManagerOptions } from './manager';
 import type { HealthStatus, Runnable } from './runnable';
 

@@ -49,7 +49,3 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-// FakeClock moved to @aro/kube/testing. Re-exported here only so that specs importing it by this
-// path keep compiling; production code must not use it, and the queue barrel does not export it.
-export { FakeClock, flushMicrotasks } from '../testing/fake-clock';

@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { FakeClock, flushMicrotasks } from './clock';
+import { FakeClock, flushMicrotasks } from '../testing';
 import {
   ExponentialBackoffRateLimiter,
   MaxOfRateLimiter,

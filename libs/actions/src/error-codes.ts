@@ -1,0 +1,44 @@
+/**
+ * Node and undici error codes as the Actions client meets them, in one place: the retry policy asks
+ * whether a failure can be fixed by retrying, and the controllers ask what a person must fix (a CA the
+ * server's certificate does not chain to). Both read the same lists, so a code added for one is known
+ * to the other.
+ */
+
+/** A TLS peer the client does not trust: no retry fixes these, a CA or a certificate does. */
+export const certificateTrustCodes: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** A TLS handshake that could not happen at all: a plain-HTTP server or a proxy in the way. */
+const tlsHandshakeCodes: ReadonlySet<string> = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'EPROTO']);
+
+/** Every string `code` along an error's cause chain, outermost first. */
+export function errorCodesOf(e: unknown, maxDepth = 6): string[] {
+  const codes: string[] = [];
+  for (let cur: unknown = e, depth = 0; cur && depth < maxDepth; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return codes;
+}
+
+/** The outermost error code, as the retry policy classifies it. */
+export function errorCodeOf(e: unknown): string | undefined {
+  return errorCodesOf(e, 4)[0];
+}
+
+/** True when TLS failed: an untrusted certificate or a handshake that could not happen. */
+export function isTlsFailure(e: unknown): boolean {
+  return errorCodesOf(e).some((c) => certificateTrustCodes.has(c) || tlsHandshakeCodes.has(c));
+}
