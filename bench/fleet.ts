@@ -13,10 +13,8 @@
  * `--idle N` adds a second mode: a burst of `--burst` runners while N runners sit idle (informers full).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunnerKind, type EphemeralRunner, type EphemeralRunnerSpec } from '@aro/api';
 import { MultiClient } from '@aro/actions';
@@ -25,7 +23,11 @@ import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../apps/simu
 
 import {
   ControlPlane,
+  ProcessSampler,
+  auditCounts,
+  freePort,
   kubeConfigForUser,
+  percentile,
   runnerContainerRunning,
   runnerContainerTerminated,
 } from '../test/harness';
@@ -88,78 +90,6 @@ function parseArgs(argv: string[]): Args {
     }
   }
   return args;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-/** Peak RSS and CPU time of a process, sampled from /proc every 100 ms. */
-class ProcessSampler {
-  peakRssKiB = 0;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(private readonly pid: number) {
-    this.timer = setInterval(() => this.sample(), 100);
-  }
-
-  sample(): void {
-    try {
-      const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'));
-      this.peakRssKiB = Math.max(this.peakRssKiB, Number(rss?.[1] ?? 0));
-    } catch {
-      // The process has exited; the last sample stands.
-    }
-  }
-
-  /** User + system CPU seconds so far (fields 14 and 15 of /proc/pid/stat, in clock ticks of 10 ms). */
-  cpuSeconds(): number {
-    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-}
-
-/** Requests one user made, as `verb resource[/subresource]` -> count, from the audit log past `fromLine`. */
-async function auditCounts(
-  path: string,
-  user: string,
-  fromLine: number,
-): Promise<{ counts: Map<string, number>; lines: number }> {
-  const counts = new Map<string, number>();
-  let lines = 0;
-  const rl = createInterface({ input: createReadStream(path) });
-  for await (const line of rl) {
-    if (lines++ < fromLine || !line.includes(`"username":"${user}"`)) continue;
-    const event = JSON.parse(line) as {
-      verb: string;
-      stage: string;
-      user: { username: string };
-      objectRef?: { resource?: string; subresource?: string };
-    };
-    if (event.stage !== 'ResponseComplete' || event.user.username !== user) continue;
-    const ref = event.objectRef;
-    const key = `${event.verb} ${ref?.resource ?? '(non-resource)'}${ref?.subresource ? `/${ref.subresource}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  return { counts, lines };
 }
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);

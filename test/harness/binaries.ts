@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { isExecutable, runBuildScript } from './build-script';
 
 /** The binaries a control plane is made of, with envtest's names. */
 export type BinaryName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
@@ -27,15 +27,6 @@ const TEST_ASSET_VARIABLE: Record<BinaryName, string> = {
   'kube-apiserver': 'TEST_ASSET_KUBE_APISERVER',
   'kube-controller-manager': 'TEST_ASSET_KUBE_CONTROLLER_MANAGER',
 };
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function goArch(): string {
   return process.arch === 'x64' ? 'amd64' : process.arch;
@@ -114,24 +105,11 @@ export function lookUpBinary(name: BinaryName): FoundBinary | undefined {
  * Runs test/harness/go/build.sh, streaming its progress (stderr) to ours, and returns the folder it prints
  * on its last stdout line. The first build takes minutes; the script reuses a finished build at once.
  */
-export async function runBuildScript(log: (line: string) => void): Promise<string> {
+export async function buildControlPlane(log: (line: string) => void): Promise<string> {
   log(`building the control plane from source with ${BUILD_SCRIPT} (first time only; minutes on 2 cores)`);
-  const child = spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const code = await new Promise<number | null>((resolvePromise, reject) => {
-    child.once('error', reject);
-    child.once('close', resolvePromise);
-  });
-  if (code !== 0) {
-    throw new Error(`${BUILD_SCRIPT} exited with ${code}; its progress and errors are above`);
-  }
-  const lines = stdout.trim().split('\n');
-  const dir = lines[lines.length - 1]?.trim();
+  const dir = await runBuildScript(BUILD_SCRIPT);
   if (!dir || !existsSync(join(dir, '.complete'))) {
-    throw new Error(`${BUILD_SCRIPT} finished but did not print a completed folder (got "${dir ?? ''}")`);
+    throw new Error(`${BUILD_SCRIPT} finished but did not print a completed folder (got "${dir}")`);
   }
   return dir;
 }
@@ -156,7 +134,7 @@ export async function findControlPlaneBinaries(log: (line: string) => void): Pro
     );
     let built: string | undefined;
     try {
-      built = await runBuildScript(log);
+      built = await buildControlPlane(log);
     } catch (err) {
       if (!etcd || !kubeApiserver) {
         throw new Error(

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { isExecutable, runBuildScript } from './build-script';
 
 /**
  * The conformance program (test/conformance, a Go module on upstream's github.com/actions/scaleset
@@ -13,15 +13,6 @@ import { join, resolve } from 'node:path';
 const PROGRAM_DIR = resolve(__dirname, '..', 'conformance');
 const BUILD_SCRIPT = join(PROGRAM_DIR, 'build.sh');
 const PROGRAM_NAME = 'aro-conformance';
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The hash build.sh names its folder by: go.mod, go.sum, then the *.go files in byte order. */
 function sourceHash(): string {
@@ -42,20 +33,9 @@ export function conformanceProgramPath(): string {
   return join(cacheRoot, `${sourceHash()}-${process.platform}-${arch}`, PROGRAM_NAME);
 }
 
-/** Runs build.sh with its progress on our stderr; resolves with the path it prints last. */
 async function build(log: (line: string) => void): Promise<string> {
   log(`building the conformance program with ${BUILD_SCRIPT} (first time only)`);
-  const child = spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const code = await new Promise<number | null>((resolvePromise, reject) => {
-    child.once('error', reject);
-    child.once('close', resolvePromise);
-  });
-  if (code !== 0) throw new Error(`${BUILD_SCRIPT} exited with ${code}; its progress and errors are above`);
-  const path = stdout.trim().split('\n').pop()?.trim() ?? '';
+  const path = await runBuildScript(BUILD_SCRIPT);
   if (!isExecutable(path)) throw new Error(`${BUILD_SCRIPT} finished but printed no program (got "${path}")`);
   return path;
 }

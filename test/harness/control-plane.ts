@@ -1,12 +1,12 @@
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dumpYaml, KubeConfig } from '@kubernetes/client-node';
 import { findControlPlaneBinaries, type ControlPlaneBinaries } from './binaries';
+import { freePorts } from './ports';
 import { installCrds, type InstalledCrd } from './crds';
 import {
   createCertificateAuthority,
@@ -113,30 +113,6 @@ export function parseDuration(text: string | undefined, fallbackMs: number): num
 
 function defaultLog(line: string): void {
   process.stderr.write(`[control-plane] ${line}\n`);
-}
-
-/** Distinct free loopback ports. Racy by nature (another process may take one first): start retries. */
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const address = s.address();
-    if (address === null || typeof address === 'string') {
-      throw new Error('A loopback listener has no port');
-    }
-    return address.port;
-  });
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  return ports;
 }
 
 function httpStatus(

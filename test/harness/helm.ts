@@ -1,8 +1,9 @@
-import { execFile, spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { homedir } from 'node:os';
+import { isExecutable, runBuildScript } from './build-script';
 
 const run = promisify(execFile);
 
@@ -14,15 +15,6 @@ export interface FoundHelm {
   /** `HELM_BIN`, `PATH` or the build cache, for the log. */
   source: string;
   version: string;
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The helm version the wrapper module pins (test/harness/go/helm/go.mod). */
@@ -85,17 +77,7 @@ export async function findHelm(
   const found = await lookUpHelm();
   if (found) return found;
   log(`helm is not in HELM_BIN, PATH or the build cache; building it with ${BUILD_SCRIPT} (first time only)`);
-  const child = spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const code = await new Promise<number | null>((resolvePromise, reject) => {
-    child.once('error', reject);
-    child.once('close', resolvePromise);
-  });
-  if (code !== 0) throw new Error(`${BUILD_SCRIPT} exited with ${code}; its progress and errors are above`);
-  const path = stdout.trim().split('\n').pop()?.trim() ?? '';
+  const path = await runBuildScript(BUILD_SCRIPT);
   if (!isExecutable(path))
     throw new Error(`${BUILD_SCRIPT} did not print an executable helm (got "${path}")`);
   return { path, source: 'build', version: await versionOf(path) };

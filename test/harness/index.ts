@@ -33,3 +33,7 @@ export {
   type SimulatedRunnerService,
 } from './runner-player';
 export { ListenerPodPlayer, LISTENER_CONTAINER, type ListenerPodPlayerOptions } from './listener-pod-player';
+export { freePort, freePorts } from './ports';
+export { auditCounts } from './audit-log';
+export { ProcessSampler } from './process-sampler';
+export { percentile } from './stats';

@@ -1,27 +1,13 @@
 import { get } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { V1Lease } from '@kubernetes/client-node';
 import { KubeClient, LeaseKind } from '@aro/kube';
+import { freePort } from '../harness/ports';
 import { ManagedProcess } from '../harness/processes';
 import { CONTROLLER_MAIN, REPO_ROOT } from './capabilities';
 
 export const LEASE_NAMESPACE = 'arc-systems';
 export const LEASE_NAME = 'aro-controller';
-
-/** A free loopback port (racy by nature; the controller fails loudly on a taken one). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 function httpOk(url: string): Promise<boolean> {
   return new Promise((resolve) => {

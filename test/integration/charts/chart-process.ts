@@ -10,12 +10,11 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1Container, V1Deployment, V1EnvVar, V1Volume } from '@kubernetes/client-node';
-import { processExists } from '../../harness';
+import { freePort, processExists } from '../../harness';
 import { REPO_ROOT } from './helm-chart';
 
 /*
@@ -70,18 +69,6 @@ export async function ensureImageAppsBuilt(log: (line: string) => void): Promise
     cwd: REPO_ROOT,
     timeout: 15 * 60_000,
     maxBuffer: 16 * 1024 * 1024,
-  });
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePromise(port));
-    });
   });
 }
 

@@ -30,6 +30,7 @@ import {
 } from '../../../apps/controller/src/controller-app.module';
 import type { ExtensionModule } from '../../../apps/controller/src/extensions';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
+import { simulatorSuite, type SimulatorSuite } from '../simulator-suite';
 
 export const GITHUB_SECRET = 'github-config-secret';
 export const USER_AGENT = 'aro-test/0.0.0';
@@ -369,44 +370,22 @@ export async function startControllerFixture(
   return fixture;
 }
 
-export interface ControllerSuite {
-  /** The suite's simulator, started before the first test. */
-  readonly sim: RunningSimulator;
-  /** A controller fixture on the suite's simulator, stopped after the test. */
-  start(opts?: FixtureOptions): Promise<ControllerFixture>;
+export interface ControllerSuite extends SimulatorSuite<ControllerFixture, FixtureOptions> {
   /** An Actions client with the simulator's PAT, to arrange registrations as another party would. */
   actions(): ActionsServiceClient;
 }
 
 /** One simulator for a describe block, and a controller per test that is stopped after it. */
 export function controllerSuite(): ControllerSuite {
-  let sim: RunningSimulator | undefined;
-  const started: ControllerFixture[] = [];
-  beforeAll(async () => {
-    sim = await startTestSimulator();
-  });
-  afterEach(async () => {
-    for (const fixture of started.splice(0)) await fixture.stop();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  const current = (): RunningSimulator => {
-    if (!sim) throw new Error('the suite simulator is used before beforeAll ran');
-    return sim;
-  };
+  const suite = simulatorSuite(startTestSimulator, startControllerFixture);
   return {
     get sim() {
-      return current();
+      return suite.sim;
     },
-    async start(opts) {
-      const fixture = await startControllerFixture(current(), opts);
-      started.push(fixture);
-      return fixture;
-    },
+    start: (opts) => suite.start(opts),
     actions() {
       return new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
-        configUrl: current().configUrl({ org: 'octo' }),
+        configUrl: suite.sim.configUrl({ org: 'octo' }),
         namespace: 'test',
         credentials: { kind: 'pat', token: DEFAULT_PAT },
       });

@@ -14,6 +14,7 @@ import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/sim
 import type { JobView } from '../../../apps/simulator/src';
 import {
   createTestNamespace,
+  percentile,
   runnerContainerRunning,
   runnerContainerTerminated,
   testKubeConfig,
@@ -121,10 +122,6 @@ class RunnerPlayer {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 describeE2E('Scale-set mode end to end (controllers + listener process + simulator)', () => {

@@ -8,7 +8,7 @@ import { createTestNamespace, waitFor } from '../../harness';
 import { bootControllerApp, createRunnerForApp } from '../controller-app/boot';
 import { createScaleSet } from '../ephemeral-runner/fixture';
 import { LISTENER_MAIN, detectCapabilities } from '../../sandbox/capabilities';
-import { freePort } from '../../sandbox/controllers';
+import { freePort } from '../../harness/ports';
 
 const DASHBOARD = join(__dirname, '..', '..', '..', 'charts', 'aro-controller', 'dashboards', 'aro.json');
 

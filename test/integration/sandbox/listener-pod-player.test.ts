@@ -11,7 +11,7 @@ import {
   testKubeConfig,
   waitFor,
 } from '../../harness';
-import { freePort } from '../../sandbox/controllers';
+import { freePort } from '../../harness/ports';
 
 // A stand-in for apps/listener: it records the configuration it was given next to the config file,
 // then runs until SIGTERM, or exits 3 at once when its scale set is named "exits".

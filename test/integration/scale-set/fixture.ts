@@ -26,6 +26,7 @@ import {
   ControllerAppOptions,
 } from '../../../apps/controller/src/controller-app.module';
 import { createTestNamespace, testKubeConfig } from '../../harness';
+import { simulatorSuite, type SimulatorSuite } from '../simulator-suite';
 
 export const GITHUB_SECRET = 'github-config-secret';
 export const USER_AGENT = 'aro-test/0.0.0';
@@ -250,38 +251,14 @@ export async function createRunnerSet(
   return fixture.kube.create<EphemeralRunnerSet>(EphemeralRunnerSetKind, set);
 }
 
-export interface ScaleSetSuite {
-  readonly sim: RunningSimulator;
-  start(opts?: ScaleSetFixtureOptions): Promise<ScaleSetFixture>;
-}
+export type ScaleSetSuite = SimulatorSuite<ScaleSetFixture, ScaleSetFixtureOptions>;
 
-/** One simulator per describe block, a manager per test, stopped after it. */
+/** One simulator per describe block, a controller app per test, stopped after it. */
 export function scaleSetSuite(): ScaleSetSuite {
-  let sim: RunningSimulator | undefined;
-  const started: ScaleSetFixture[] = [];
-  beforeAll(async () => {
-    sim = await startSimulator({ seed: { timing: { autoStartJobs: false } } });
-  });
-  afterEach(async () => {
-    for (const fixture of started.splice(0)) await fixture.stop();
-  });
-  afterAll(async () => {
-    await sim?.stop();
-  });
-  const current = (): RunningSimulator => {
-    if (!sim) throw new Error('the suite simulator is used before beforeAll ran');
-    return sim;
-  };
-  return {
-    get sim() {
-      return current();
-    },
-    async start(opts) {
-      const fixture = await startScaleSetFixture(current(), opts);
-      started.push(fixture);
-      return fixture;
-    },
-  };
+  return simulatorSuite(
+    () => startSimulator({ seed: { timing: { autoStartJobs: false } } }),
+    startScaleSetFixture,
+  );
 }
 
 /** Waits until `check` holds for the runners of a set, returning them. */
