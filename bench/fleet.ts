@@ -35,6 +35,8 @@ import { CRD_PATHS } from '../test/harness/global-setup';
 
 const root = resolve(__dirname, '..');
 const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
+/** The image's entrypoint, run as the image runs it (its Node flags included), against this checkout. */
+const controllerEntrypoint = join(root, 'image/bin/aro-controller');
 const CONTROLLER_USER = 'aro-controller';
 const GITHUB_SECRET = 'github-config-secret';
 
@@ -163,10 +165,11 @@ async function startController(
 ): Promise<ControllerProcess> {
   const port = await freePort();
   const began = Date.now();
-  const child = spawn(process.execPath, [controllerMain], {
+  const child = spawn('sh', [controllerEntrypoint], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
+      ARO_HOME: root,
       NODE_OPTIONS: nodeOptions,
       KUBECONFIG: kubeconfigPath,
       WATCH_NAMESPACE: namespace,
