@@ -1,5 +1,6 @@
 import { decodeJitConfig, startSimulator, type RunningSimulator } from './index';
 import {
+  acquire,
   apiUrl,
   call,
   connectAdmin,
@@ -287,6 +288,25 @@ describe('simulator Actions service (/tenant/{id}/_apis, admin token)', () => {
         },
       );
       expect(elsewhere.status).toBe(404);
+    });
+
+    it('gives an ephemeral (JIT) runner one job only, even while it stays online after that job', async () => {
+      await generateJit(conn, ssId, 'once');
+      await generateJit(conn, ssId, 'fresh');
+      const session = await createSession(conn, ssId);
+      sim.runnerConnected('once');
+      const first = sim.enqueueJob({ scaleSetId: ssId });
+      expect((await acquire(conn, session, ssId, [first.runnerRequestId])).status).toBe(200);
+      expect(sim.job(first.jobId)).toMatchObject({ state: 'running', runnerName: 'once' });
+      sim.completeJob(first.jobId, 'succeeded');
+
+      // 'once' is still online (it has not exited yet): the next acquired job must wait for another runner.
+      const second = sim.enqueueJob({ scaleSetId: ssId });
+      expect((await acquire(conn, session, ssId, [second.runnerRequestId])).status).toBe(200);
+      expect(sim.job(second.jobId)).toMatchObject({ state: 'acquired', runnerName: null });
+      expect(() => sim.startJob('once')).toThrow('runner "once" is ephemeral and already ran job');
+      sim.runnerConnected('fresh');
+      expect(sim.job(second.jobId)).toMatchObject({ state: 'running', runnerName: 'fresh' });
     });
 
     it('refuses removal while a started job runs, and allows it after the job completed', async () => {

@@ -54,6 +54,12 @@ interface Runner {
   scaleSetId: number;
   online: boolean;
   jobId: string | null;
+  /**
+   * The job that started on it, once one has. Every runner registered through `generatejitconfig` is
+   * ephemeral: the real service hands it one job and never another, even while it is still online
+   * reporting that job's end, so a spent runner is never picked again.
+   */
+  ranJobId: string | null;
   workFolder: string;
   createdOn: string;
 }
@@ -368,6 +374,7 @@ export class ActionsService {
       scaleSetId: ss.id,
       online: false,
       jobId: null,
+      ranJobId: null,
       workFolder: typeof body.workFolder === 'string' ? body.workFolder : '',
       createdOn: this.iso(),
     };
@@ -809,7 +816,7 @@ export class ActionsService {
       .sort((a, b) => a.runnerRequestId - b.runnerRequestId);
     for (const job of waiting) {
       const runner = [...this.runners.values()].find(
-        (r) => r.scaleSetId === scaleSetId && r.online && !r.jobId,
+        (r) => r.scaleSetId === scaleSetId && r.online && !r.jobId && r.ranJobId === null,
       );
       if (!runner) return;
       this.bind(job, runner);
@@ -835,6 +842,8 @@ export class ActionsService {
     if (job.runnerId === null || job.scaleSetId === null) return;
     job.state = 'running';
     job.startAttempts++;
+    const runner = this.runners.get(job.runnerId);
+    if (runner) runner.ranJobId = job.jobId;
     job.runnerAssignTime = this.iso();
     this.emit(job.scaleSetId, {
       ...this.jobMessage(job, 'JobStarted'),
@@ -910,6 +919,7 @@ export class ActionsService {
   assignJobToRunner(runnerName: string, job?: string | EnqueueJobOptions): JobView {
     const r = this.runnerNamed(runnerName);
     if (r.jobId) throw new Error(`runner "${runnerName}" already holds job ${r.jobId}`);
+    this.refuseSpent(r);
     const target = this.pickJob(r, job);
     this.bind(target, r);
     return this.jobView(target);
@@ -922,11 +932,19 @@ export class ActionsService {
       target = this.jobs.get(r.jobId) as Job;
     } else {
       if (r.jobId) throw new Error(`runner "${runnerName}" already holds job ${r.jobId}`);
+      this.refuseSpent(r);
       target = this.pickJob(r, job);
       this.bind(target, r);
     }
     if (target.state !== 'running') this.start(target);
     return this.jobView(target);
+  }
+
+  /** An ephemeral runner that has run its job takes no other, as on the real service. */
+  private refuseSpent(r: Runner): void {
+    if (r.ranJobId !== null) {
+      throw new Error(`runner "${r.name}" is ephemeral and already ran job ${r.ranJobId}`);
+    }
   }
 
   private pickJob(r: Runner, job?: string | EnqueueJobOptions): Job {
