@@ -29,14 +29,18 @@ const MAX_RUNNERS = 10;
 const JOBS = 50;
 
 /**
- * The most EphemeralRunners and runner pods seen at once in a namespace, sampled every 200 ms for the
- * whole test: the bound `maxRunners` must hold at every moment, not only at the end.
+ * The most live runners and runner pods seen at once in a namespace, sampled every 200 ms for the whole
+ * test: the bound `maxRunners` must hold at every moment, not only at the end. A runner is live until it
+ * has finished (phase Succeeded or Failed) or is being deleted: a finished runner has left the service
+ * and its pod has stopped, so it holds no capacity while its object is torn down. The objects in any
+ * state are counted too, for the report.
  */
 class HighWater {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   runners = 0;
   pods = 0;
+  objects = 0;
   samples = 0;
 
   constructor(
@@ -53,8 +57,12 @@ class HighWater {
         }),
         this.kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: this.namespace }),
       ]);
-      this.pods = Math.max(this.pods, pods.length);
-      this.runners = Math.max(this.runners, runners.length);
+      const ended = (phase: string | undefined): boolean => phase === 'Succeeded' || phase === 'Failed';
+      const livePods = pods.filter((p) => !p.metadata?.deletionTimestamp && !ended(p.status?.phase));
+      const liveRunners = runners.filter((r) => !r.metadata?.deletionTimestamp && !ended(r.status?.phase));
+      this.pods = Math.max(this.pods, livePods.length);
+      this.runners = Math.max(this.runners, liveRunners.length);
+      this.objects = Math.max(this.objects, runners.length);
       this.samples++;
     };
     const loop = (): void => {
@@ -129,10 +137,14 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
   /**
    * A namespace with the credentials, its runner pods played, and an AutoscalingRunnerSet whose listener
    * has opened its session. The scale set is found by the id the controller recorded on this namespace's
-   * AutoscalingRunnerSet, never by name: every test's set is called `arc`.
+   * AutoscalingRunnerSet.
    */
   async function setUp(name: string) {
     const namespace = await createTestNamespace(name);
+    // The scale set is named after the AutoscalingRunnerSet, and the service knows one scale set per
+    // name in a runner group: two tests both calling theirs `arc` would share it, and the first test's
+    // namespace cleanup (the set's finalizer deletes its scale set) would pull it from under the second.
+    const arsName = `arc-${name}`;
     await kube.create<V1Secret>(SecretKind, {
       metadata: { name: 'gh', namespace },
       stringData: { github_token: DEFAULT_PAT },
@@ -148,7 +160,7 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
     const highWater = new HighWater(kube, namespace).start();
     perTest.push(runners, highWater);
     await kube.create<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, {
-      metadata: { name: 'arc', namespace },
+      metadata: { name: arsName, namespace },
       spec: {
         githubConfigUrl: sim.configUrl({ org: 'octo' }),
         githubConfigSecret: 'gh',
@@ -161,20 +173,20 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
     });
     const scaleSetId = await waitFor(
       async () => {
-        const ars = await kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, 'arc');
+        const ars = await kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, arsName);
         const id = Number(ars.metadata?.annotations?.[Annotations.runnerScaleSetId]);
         return Number.isInteger(id) && id > 0 ? id : undefined;
       },
-      { description: `the scale set id on ${namespace}/arc`, timeoutMs: 60_000 },
+      { description: `the scale set id on ${namespace}/${arsName}`, timeoutMs: 60_000 },
     );
     const session = await waitFor(() => sim.sessions().find((s) => s.scaleSetId === scaleSetId), {
-      description: `the listener of ${namespace}/arc to open its session`,
+      description: `the listener of ${namespace}/${arsName} to open its session`,
       timeoutMs: 120_000,
     });
     const listener = (
       await kube.list<AutoscalingListener>(AutoscalingListenerKind, { namespace: controllerNamespace })
     ).find((l) => l.spec.autoscalingRunnerSetNamespace === namespace);
-    if (!listener?.metadata?.name) throw new Error(`no AutoscalingListener for ${namespace}/arc`);
+    if (!listener?.metadata?.name) throw new Error(`no AutoscalingListener for ${namespace}/${arsName}`);
     return { namespace, scaleSetId, session, runners, highWater, listenerPod: listener.metadata.name };
   }
 
@@ -219,7 +231,7 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
       .sort((a, b) => a - b);
     process.stdout.write(
       `listener e2e: ${JOBS} jobs, wait queued->started p50 ${percentile(waits, 50)} ms, p95 ${percentile(waits, 95)} ms, ` +
-        `most runners at once ${highWater.runners}, idle runners trimmed ${trimmed}\n`,
+        `most live runners at once ${highWater.runners} (EphemeralRunner objects ${highWater.objects}), idle runners trimmed ${trimmed}\n`,
     );
   });
 
