@@ -42,6 +42,8 @@ export const ScaleSetReasons = {
   tlsFailure: 'TLSFailure',
   proxyFailure: 'ProxyFailure',
   runnerGroupNotFound: 'RunnerGroupNotFound',
+  /** Another AutoscalingRunnerSet of this cluster already uses the scale set of that name and group. */
+  scaleSetNameConflict: 'ScaleSetNameConflict',
   actionsServiceError: 'ActionsServiceError',
   invalidConfiguration: 'InvalidConfiguration',
   listenerRunning: 'ListenerRunning',

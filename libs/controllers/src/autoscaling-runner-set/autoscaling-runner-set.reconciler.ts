@@ -46,7 +46,12 @@ import {
   scaleSetIdOf,
   scaleSetName,
 } from './runner-scale-set-resources';
-import { findOrCreateScaleSet, runnerGroupId, scaleSetById } from './scale-set-registration';
+import {
+  findOrCreateScaleSet,
+  refuseClaimedScaleSet,
+  runnerGroupId,
+  scaleSetById,
+} from './scale-set-registration';
 
 export interface AutoscalingRunnerSetReconcilerOptions {
   /** Namespace of the listeners (the controller's own). */
@@ -271,6 +276,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       const client = await actions();
       const group = await runnerGroupId(client, ars.spec.runnerGroup, callSignal());
       const { scaleSet, created } = await findOrCreateScaleSet(client, ars, group.id, callSignal());
+      if (!created) await refuseClaimedScaleSet(this.deps.cache, ars, scaleSet, group.name);
       this.lastChecked.set(key, this.now());
       log.info(created ? 'Created the runner scale set' : 'Adopted an existing runner scale set', {
         scaleSetId: scaleSet.id,

@@ -56,6 +56,7 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
   }
   if (err instanceof RunnerGroupNotFoundError)
     return { reason: ScaleSetReasons.runnerGroupNotFound, message };
+  if (err instanceof ScaleSetClaimedError) return { reason: ScaleSetReasons.scaleSetNameConflict, message };
   if (err instanceof InvalidScaleSetSpecError)
     return { reason: ScaleSetReasons.invalidConfiguration, message };
   return { reason: ScaleSetReasons.actionsServiceError, message };
@@ -67,4 +68,9 @@ export class RunnerGroupNotFoundError extends Error {
 
 export class InvalidScaleSetSpecError extends Error {
   override readonly name = 'InvalidScaleSetSpecError';
+}
+
+/** The scale set this set would adopt is already another AutoscalingRunnerSet's (see `claimantOf`). */
+export class ScaleSetClaimedError extends Error {
+  override readonly name = 'ScaleSetClaimedError';
 }

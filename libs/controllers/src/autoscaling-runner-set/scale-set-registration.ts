@@ -1,6 +1,12 @@
-import { AutoscalingRunnerSet, DEFAULT_RUNNER_GROUP_ID } from '@aro/api';
+import {
+  Annotations,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  DEFAULT_RUNNER_GROUP_ID,
+} from '@aro/api';
 import { ActionsServiceClient, RunnerScaleSet, isNotFound as isActionsNotFound } from '@aro/actions';
-import { RunnerGroupNotFoundError } from './failure-reasons';
+import type { Reader } from '@aro/kube';
+import { RunnerGroupNotFoundError, ScaleSetClaimedError } from './failure-reasons';
 import { scaleSetName } from './runner-scale-set-resources';
 
 /*
@@ -64,4 +70,48 @@ export async function scaleSetById(
     if (isActionsNotFound(err)) return undefined;
     throw err;
   }
+}
+
+/** The GitHub configuration URL as one tenant: case and trailing slashes do not make another one. */
+function configKey(url: string | undefined): string {
+  return (url ?? '').trim().replace(/\/+$/, '').toLowerCase();
+}
+
+/**
+ * Another AutoscalingRunnerSet of this cluster that already records scale set `id` of the same GitHub
+ * configuration, if any. The service knows one scale set per name in a runner group, so two sets with
+ * the same name (in two namespaces, say) would both adopt it: their listeners would fight over its one
+ * message session and split its jobs, and deleting either set would delete the scale set under the
+ * other (upstream adopts silently). Read from the informer cache, so the check costs no API call.
+ */
+export async function claimantOf(
+  cache: Reader,
+  ars: AutoscalingRunnerSet,
+  id: number,
+): Promise<AutoscalingRunnerSet | undefined> {
+  const all = await cache.list<AutoscalingRunnerSet>(AutoscalingRunnerSetKind);
+  return all.find(
+    (other) =>
+      other.metadata?.uid !== ars.metadata?.uid &&
+      !other.metadata?.deletionTimestamp &&
+      other.metadata?.annotations?.[Annotations.runnerScaleSetId] === String(id) &&
+      configKey(other.spec.githubConfigUrl) === configKey(ars.spec.githubConfigUrl),
+  );
+}
+
+/** Refuses to adopt a scale set another set of this cluster uses, naming it and the way out. */
+export async function refuseClaimedScaleSet(
+  cache: Reader,
+  ars: AutoscalingRunnerSet,
+  scaleSet: RunnerScaleSet,
+  groupName: string,
+): Promise<void> {
+  const other = await claimantOf(cache, ars, scaleSet.id);
+  if (!other) return;
+  throw new ScaleSetClaimedError(
+    `runner scale set ${JSON.stringify(scaleSet.name)} (ID ${scaleSet.id}) in runner group ${JSON.stringify(groupName)} ` +
+      `is already used by AutoscalingRunnerSet ${other.metadata?.namespace}/${other.metadata?.name} for this GitHub ` +
+      `configuration; two sets sharing one scale set would split its jobs and delete it under each other. ` +
+      `Give this set another spec.runnerScaleSetName or spec.runnerGroup`,
+  );
 }
