@@ -10,6 +10,7 @@
 # dependencies from the Go module proxy (seconds to a minute); CI runs it outside any test timeout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../harness/go/build-cache.sh"
 export LC_ALL=C
 command -v go >/dev/null 2>&1 || { echo "[conformance build] the Go toolchain (go) is required to build the conformance program" >&2; exit 1; }
 
@@ -17,35 +18,13 @@ hash=$(cd "$here" && cat go.mod go.sum $(ls *.go | sort) | sha256sum | cut -c1-1
 os=$(go env GOOS); arch=$(go env GOARCH)
 cache_root=${ARO_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aro/conformance}
 out=$cache_root/$hash-$os-$arch
-if [ -x "$out/aro-conformance" ]; then
-  echo "$out/aro-conformance"
-  exit 0
-fi
-
-step() { echo "[conformance build] $(date +%H:%M:%S) $*" >&2; }
-mkdir -p "$cache_root"
-# Two jest workers or a CI step and a test run may ask at once; the second waits and reuses the first's.
-if command -v flock >/dev/null; then
-  exec 9>"$cache_root/.build.lock"
-  if ! flock -n 9; then
-    step "another build is running; waiting for it"
-    flock 9
-  fi
-  if [ -x "$out/aro-conformance" ]; then
-    echo "$out/aro-conformance"
-    exit 0
-  fi
-fi
-tmp=$(mktemp -d "$cache_root/.build-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# A finished build is the program itself (no `.complete` marker: conformance-program.ts looks for it).
+build_complete() { [ -x "$build_out/aro-conformance" ]; }
+build_begin "conformance build" "$cache_root" "$out" "$out/aro-conformance"
 
 step "downloading github.com/actions/scaleset and its dependencies (first time only)"
 (cd "$here" && go mod download) >&2
 step "building aro-conformance"
-(cd "$here" && CGO_ENABLED=0 go build -mod=readonly -trimpath -o "$tmp/aro-conformance" .) >&2
+(cd "$here" && CGO_ENABLED=0 go build -mod=readonly -trimpath -o "$build_tmp/aro-conformance" .) >&2
 
-rm -rf "$out"
-mv "$tmp" "$out"
-trap - EXIT
-step "done: $out/aro-conformance"
-echo "$out/aro-conformance"
+build_publish

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GitHubAccounts } from './accounts';
-import type { ActionsService } from './actions-service';
+import type { ActionsService, Session } from './actions-service';
 import { vssError } from './errors';
 import type { OwnerRef, TimingOptions } from './types';
 
@@ -143,10 +143,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     method: string,
     key: string,
     path: string,
-    handle: (
-      session: ReturnType<ActionsService['authenticateQueue']>,
-      req: RouteRequest,
-    ) => RouteResponse | Promise<RouteResponse>,
+    handle: (session: Session, req: RouteRequest) => RouteResponse | Promise<RouteResponse>,
   ): void => {
     routes.push({
       method,
@@ -154,7 +151,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       kind: 'actions',
       ...compile(`/tenant/{tenantId}/_apis/${path}`),
       handle: (req) => {
-        const session = actions.authenticateQueue(
+        const session = actions.sessions.authenticateQueue(
           req.params.tenantId,
           int(req.params.id, 'scale set id'),
           bearerToken(req.headers),
@@ -201,12 +198,12 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   // ---- Actions service: admin token -------------------------------------------------------
 
   admin('GET', 'runnergroups', 'runtime/runnergroups', (tenantId, req) =>
-    list(actions.runnerGroupsByName(tenantId, req.query.get('groupName'))),
+    list(actions.scaleSets.runnerGroupsByName(tenantId, req.query.get('groupName'))),
   );
   admin('GET', 'runnerscalesets', 'runtime/runnerscalesets', (tenantId, req) => {
     const group = req.query.get('runnerGroupId');
     return list(
-      actions.findScaleSets(
+      actions.scaleSets.find(
         tenantId,
         group === null || group === '' ? null : int(group, 'runnerGroupId'),
         req.query.get('name'),
@@ -215,18 +212,18 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   });
   admin('POST', 'runnerscalesets', 'runtime/runnerscalesets', (tenantId, req) => ({
     status: 200,
-    body: actions.createScaleSet(tenantId, objectBody(req.body)),
+    body: actions.scaleSets.create(tenantId, objectBody(req.body)),
   }));
   admin('GET', 'runnerscalesets/{id}', 'runtime/runnerscalesets/{id}', (tenantId, req) => ({
     status: 200,
-    body: actions.getScaleSet(tenantId, int(req.params.id, 'scale set id')),
+    body: actions.scaleSets.get(tenantId, int(req.params.id, 'scale set id')),
   }));
   admin('PATCH', 'runnerscalesets/{id}', 'runtime/runnerscalesets/{id}', (tenantId, req) => ({
     status: 200,
-    body: actions.updateScaleSet(tenantId, int(req.params.id, 'scale set id'), objectBody(req.body)),
+    body: actions.scaleSets.update(tenantId, int(req.params.id, 'scale set id'), objectBody(req.body)),
   }));
   admin('DELETE', 'runnerscalesets/{id}', 'runtime/runnerscalesets/{id}', (tenantId, req) => {
-    actions.deleteScaleSet(tenantId, int(req.params.id, 'scale set id'));
+    actions.scaleSets.delete(tenantId, int(req.params.id, 'scale set id'));
     return { status: 204 };
   });
   admin(
@@ -235,7 +232,11 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runtime/runnerscalesets/{id}/generatejitconfig',
     (tenantId, req) => ({
       status: 200,
-      body: actions.generateJitConfig(tenantId, int(req.params.id, 'scale set id'), objectBody(req.body)),
+      body: actions.registrations.generateJitConfig(
+        tenantId,
+        int(req.params.id, 'scale set id'),
+        objectBody(req.body),
+      ),
     }),
   );
   admin(
@@ -243,7 +244,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runnerscalesets/{id}/acquirablejobs',
     'runtime/runnerscalesets/{id}/acquirablejobs',
     (tenantId, req) => {
-      const jobs = actions.acquirableJobs(tenantId, int(req.params.id, 'scale set id'));
+      const jobs = actions.jobs.acquirable(tenantId, int(req.params.id, 'scale set id'));
       return jobs.length === 0 ? { status: 204 } : list(jobs);
     },
   );
@@ -253,7 +254,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runtime/runnerscalesets/{id}/sessions',
     (tenantId, req) => ({
       status: 200,
-      body: actions.createSession(tenantId, int(req.params.id, 'scale set id'), objectBody(req.body)),
+      body: actions.sessions.create(tenantId, int(req.params.id, 'scale set id'), objectBody(req.body)),
     }),
   );
   admin(
@@ -262,7 +263,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runtime/runnerscalesets/{id}/sessions/{sessionId}',
     (tenantId, req) => ({
       status: 200,
-      body: actions.refreshSession(tenantId, int(req.params.id, 'scale set id'), req.params.sessionId),
+      body: actions.sessions.refresh(tenantId, int(req.params.id, 'scale set id'), req.params.sessionId),
     }),
   );
   admin(
@@ -270,20 +271,20 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runnerscalesets/{id}/sessions/{sessionId}',
     'runtime/runnerscalesets/{id}/sessions/{sessionId}',
     (tenantId, req) => {
-      actions.deleteSession(tenantId, int(req.params.id, 'scale set id'), req.params.sessionId);
+      actions.sessions.delete(tenantId, int(req.params.id, 'scale set id'), req.params.sessionId);
       return { status: 204 };
     },
   );
   admin('GET', 'agents', 'distributedtask/pools/{poolId}/agents', (tenantId, req) =>
-    list(actions.listRunners(tenantId, req.query.get('agentName'))),
+    list(actions.registrations.list(tenantId, req.query.get('agentName'))),
   );
   admin('GET', 'agents/{id}', 'distributedtask/pools/{poolId}/agents/{id}', (tenantId, req) => {
     const id = /^\d+$/.test(req.params.id) ? Number(req.params.id) : -1;
-    return { status: 200, body: actions.getRunner(tenantId, id) };
+    return { status: 200, body: actions.registrations.get(tenantId, id) };
   });
   admin('DELETE', 'agents/{id}', 'distributedtask/pools/{poolId}/agents/{id}', (tenantId, req) => {
     const id = /^\d+$/.test(req.params.id) ? Number(req.params.id) : -1;
-    actions.removeRunner(tenantId, id);
+    actions.registrations.remove(tenantId, id);
     return { status: 204 };
   });
 
@@ -296,7 +297,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     async (session, req) => {
       const last = req.query.get('lastMessageId');
       const capacity = header(req.headers, 'x-scalesetmaxcapacity');
-      const message = await actions.getMessage(
+      const message = await actions.sessions.getMessage(
         session,
         last && /^\d+$/.test(last) ? Number(last) : 0,
         capacity !== undefined && /^\d+$/.test(capacity.trim()) ? Number(capacity.trim()) : null,
@@ -310,7 +311,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     'runnerscalesets/{id}/messages/{messageId}',
     'runtime/runnerscalesets/{id}/messages/{messageId}',
     (session, req) => {
-      actions.deleteMessage(session, int(req.params.messageId, 'message id'));
+      actions.sessions.deleteMessage(session, int(req.params.messageId, 'message id'));
       return { status: 204 };
     },
   );
@@ -326,7 +327,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
           'The request body must be a JSON array of runner request ids.',
         );
       }
-      return list(actions.acquireJobs(session, req.body as number[]));
+      return list(actions.jobs.acquire(session, req.body as number[]));
     },
   );
 

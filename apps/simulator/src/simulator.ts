@@ -77,7 +77,9 @@ export class RunningSimulator {
     this.timingOptions = { ...DEFAULT_TIMING, ...seed.timing };
     this.faultInjector = new FaultInjector(opts.faultRandomSeed);
     const now = (): number => Date.now() + this.clockOffsetMs;
-    this.accounts = new GitHubAccounts(now, this.lifetimes, (tenant) => this.actions.addTenant(tenant));
+    this.accounts = new GitHubAccounts(now, this.lifetimes, (tenant) =>
+      this.actions.scaleSets.addTenant(tenant),
+    );
     this.actions = new ActionsService(
       this.accounts,
       now,
@@ -181,7 +183,7 @@ export class RunningSimulator {
 
   /** Creates (or finds) a runner group in the owner's tenant; returns its id. */
   createRunnerGroup(owner: OwnerRef, name: string): number {
-    return this.actions.createRunnerGroup(this.accounts.tenantFor(owner).id, name);
+    return this.actions.scaleSets.createRunnerGroup(this.accounts.tenantFor(owner).id, name);
   }
 
   /**
@@ -192,9 +194,9 @@ export class RunningSimulator {
     const tenantId = this.accounts.tenantFor(owner).id;
     const runnerGroupId =
       opts.runnerGroup !== undefined
-        ? this.actions.createRunnerGroup(tenantId, opts.runnerGroup)
+        ? this.actions.scaleSets.createRunnerGroup(tenantId, opts.runnerGroup)
         : opts.runnerGroupId;
-    const created = this.actions.createScaleSet(tenantId, {
+    const created = this.actions.scaleSets.create(tenantId, {
       name: opts.name,
       runnerGroupId,
       labels: (opts.labels ?? []).map((name) => ({ name, type: 'System' })),
@@ -247,37 +249,37 @@ export class RunningSimulator {
 
   /** Every message-queue token answers 401 until its session is refreshed. */
   expireQueueTokens(): void {
-    this.actions.expireQueueTokens();
+    this.actions.sessions.expireQueueTokens();
   }
 
   // ---- jobs and runners ----------------------------------------------------------------------
 
   enqueueJob(opts: EnqueueJobOptions): JobView {
-    return this.actions.enqueueJob(opts);
+    return this.actions.jobs.enqueue(opts);
   }
 
   /** The runner of a JIT config came online (idle). */
   runnerConnected(runnerName: string): RunnerView {
-    return this.actions.runnerConnected(runnerName);
+    return this.actions.runners.connected(runnerName);
   }
 
   /** Binds a job to the runner without starting it; removal of the runner then fails with JobStillRunning. */
   assignJobToRunner(runnerName: string, job?: string | EnqueueJobOptions): JobView {
-    return this.actions.assignJobToRunner(runnerName, job);
+    return this.actions.runners.assignJob(runnerName, job);
   }
 
   /** Starts a job on the runner (assigning one first if needed): JobStarted with runnerId/runnerName. */
   startJob(runnerName: string, job?: string | EnqueueJobOptions): JobView {
-    return this.actions.startJob(runnerName, job);
+    return this.actions.runners.startJob(runnerName, job);
   }
 
   completeJob(jobId: string, result: JobResult = 'succeeded'): JobView {
-    return this.actions.completeJob(jobId, result);
+    return this.actions.runners.completeJob(jobId, result);
   }
 
   /** The runner process exited; exit 0 removes its registration (ephemeral runners deregister themselves). */
   runnerExited(runnerName: string, exitCode: number): void {
-    this.actions.runnerExited(runnerName, exitCode);
+    this.actions.runners.exited(runnerName, exitCode);
   }
 
   /** Runs the job timeout sweep now (re-offers, start timeouts); it also runs every `sweepIntervalMs`. */
@@ -288,8 +290,8 @@ export class RunningSimulator {
   // ---- inspection ----------------------------------------------------------------------------
 
   registrations(filter: RunnerFilter = {}): RunnerView[] {
-    return this.actions
-      .listRunnerViews()
+    return this.actions.registrations
+      .views()
       .filter(
         (r) =>
           (filter.scaleSetId === undefined || r.scaleSetId === filter.scaleSetId) &&
@@ -302,8 +304,8 @@ export class RunningSimulator {
   }
 
   jobs(filter: JobFilter = {}): JobView[] {
-    return this.actions
-      .listJobs()
+    return this.actions.jobs
+      .views()
       .filter(
         (j) =>
           (filter.state === undefined || j.state === filter.state) &&
@@ -316,11 +318,11 @@ export class RunningSimulator {
   }
 
   sessions(): SessionView[] {
-    return this.actions.listSessionViews();
+    return this.actions.sessions.views();
   }
 
   scaleSets(): ScaleSetView[] {
-    return this.actions.listScaleSetViews();
+    return this.actions.scaleSets.views();
   }
 
   scaleSet(id: number): ScaleSetView | undefined {

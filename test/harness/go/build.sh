@@ -4,36 +4,16 @@
 # and prints that folder on the last line of stdout. A folder that already holds a `.complete` marker
 # is reused as it is, so only the first run pays for the build (minutes on two cores; later runs: 0 s).
 #
-# The build goes to a temporary sibling folder that is renamed into place only once every binary is
-# there, so an interrupted or concurrent build never leaves a half-filled folder that looks usable.
+# The reuse, the lock and the rename into place are build-cache.sh's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
+. "$here/build-cache.sh"
 
 os=$(go env GOOS); arch=$(go env GOARCH)
 cache_root=${ARO_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aro/envtest}
 out=$cache_root/${KUBE_VERSION#v}-etcd-${ETCD_VERSION#v}-$os-$arch
-if [ -f "$out/.complete" ]; then
-  echo "$out"
-  exit 0
-fi
-
-mkdir -p "$cache_root"
-# Two test runs that both find no build (say, the unit and integration jobs of one CI run) would otherwise
-# compile the same ~2000 packages side by side on two cores; the second waits and then reuses the first's.
-if command -v flock >/dev/null; then
-  exec 9>"$cache_root/.build.lock"
-  if ! flock -n 9; then
-    echo "[control-plane build] $(date +%H:%M:%S) another build is running; waiting for it" >&2
-    flock 9
-  fi
-  if [ -f "$out/.complete" ]; then
-    echo "$out"
-    exit 0
-  fi
-fi
-tmp=$(mktemp -d "$cache_root/.build-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+build_begin "control-plane build" "$cache_root" "$out" "$out"
 
 minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
 ldflags="-s -w \
@@ -44,26 +24,21 @@ ldflags="-s -w \
  -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
-step() { echo "[control-plane build] $(date +%H:%M:%S) $*" >&2; }
 
 # One binary per `go build`, two packages at a time: the kube-apiserver link alone peaks at a few GiB,
 # and a 2-core machine gains nothing from more parallelism.
 for cmd in kube-apiserver kube-controller-manager; do
   step "building $cmd $KUBE_VERSION (the first build downloads and compiles ~2000 packages)"
-  (cd "$here/kube" && go build -p 2 -trimpath -tags providerless -ldflags "$ldflags" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd") >&2
+  (cd "$here/kube" && go build -p 2 -trimpath -tags providerless -ldflags "$ldflags" -o "$build_tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd") >&2
 done
 step "building etcd $ETCD_VERSION"
-(cd "$here/etcd" && go build -p 2 -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3) >&2
+(cd "$here/etcd" && go build -p 2 -trimpath -ldflags "-s -w" -o "$build_tmp/etcd" go.etcd.io/etcd/server/v3) >&2
 
 {
   echo "kube=$KUBE_VERSION"
   echo "etcd=$ETCD_VERSION"
   echo "go=$(go env GOVERSION)"
-  (cd "$tmp" && sha256sum kube-apiserver kube-controller-manager etcd)
-} > "$tmp/.complete"
+  (cd "$build_tmp" && sha256sum kube-apiserver kube-controller-manager etcd)
+} > "$build_tmp/.complete"
 
-rm -rf "$out"
-mv "$tmp" "$out"
-trap - EXIT
-step "done: $out"
-echo "$out"
+build_publish
