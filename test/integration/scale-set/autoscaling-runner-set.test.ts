@@ -450,7 +450,12 @@ describe('AutoscalingRunnerSet controller', () => {
     const id = ars.metadata?.annotations?.[Annotations.runnerScaleSetId];
     const firstListener = await waitFor(() => readListener(ars), { description: 'the listener' });
     const ersUid = (await f.runnerSet(name))?.metadata?.uid;
-    expect((await listenerConfig(firstListener.metadata!.name!))?.github_token).toBe(DEFAULT_PAT);
+    await waitFor(
+      async () => (await listenerConfig(firstListener.metadata!.name!))?.github_token === DEFAULT_PAT,
+      {
+        description: 'the first token in the listener config',
+      },
+    );
 
     await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, name, {
       spec: { githubConfigSecret: 'second-secret' },

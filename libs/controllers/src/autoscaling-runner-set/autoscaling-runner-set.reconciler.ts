@@ -8,6 +8,7 @@ import {
   AutoscalingRunnerSetKind,
   AutoscalingRunnerSetPhase,
   AutoscalingRunnerSetStatus,
+  DEFAULT_RUNNER_GROUP,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   EphemeralRunnerSetPhase,
@@ -607,7 +608,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       log.info('Waiting for the EphemeralRunnerSet and its runners to go');
       return requeueAfter(this.opts.deletionPollMs);
     }
-    const id = scaleSetIdOf(ars);
+    const id = scaleSetIdOf(ars) || (await this.scaleSetOfDeletedSet(ars, callSignal, log));
     if (id !== 0) {
       try {
         const client = await this.deps.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
@@ -644,6 +645,54 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.lastChecked.delete(key);
     log.info('Removed the finalizer of a deleted AutoscalingRunnerSet');
     return done;
+  }
+
+  /**
+   * The scale set of a deleted set that lost its `runner-scale-set-id` annotation (an edit, a
+   * `kubectl replace`), looked up by the name it was registered under in its runner group, so that
+   * it does not stay on the service (upstream leaves it there). Only a set that had one is looked up:
+   * the `runner-scale-set-name` annotation is written with the ID. A failure is a Warning Event, not
+   * a wait: without the ID the controller cannot know there is a scale set to delete, and a deletion
+   * held up by a refused credential would hold up its namespace with it. 0 when there is none.
+   */
+  private async scaleSetOfDeletedSet(
+    ars: AutoscalingRunnerSet,
+    callSignal: () => AbortSignal,
+    log: Logger,
+  ): Promise<number> {
+    const registeredName = ars.metadata?.annotations?.[Annotations.runnerScaleSetName];
+    if (!registeredName) return 0;
+    const group = ars.metadata?.annotations?.[Annotations.runnerGroupName] ?? ars.spec.runnerGroup;
+    try {
+      const client = await this.deps.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
+      const groupId = await runnerGroupId(
+        client,
+        group?.toLowerCase() === DEFAULT_RUNNER_GROUP.toLowerCase() ? undefined : group,
+        callSignal(),
+      );
+      const found = await client.getRunnerScaleSet(groupId.id, registeredName, { signal: callSignal() });
+      if (found) {
+        log.info('Found the scale set of a deleted set without its ID annotation by name', {
+          scaleSetId: found.id,
+          scaleSetName: registeredName,
+        });
+      }
+      return found?.id ?? 0;
+    } catch (err) {
+      const failure = classifyScaleSetFailure(err, ars.spec.proxy);
+      log.warn('Cannot look up the scale set of a deleted set without its ID; deleting the set without it', {
+        reason: failure.reason,
+        scaleSetName: registeredName,
+        err: failure.message,
+      });
+      this.deps.events?.record(
+        ars,
+        'Warning',
+        failure.reason,
+        `Runner scale set ${registeredName} could not be looked up to delete it (the set has no runner-scale-set-id annotation): ${failure.message}`,
+      );
+      return 0;
+    }
   }
 
   private async updateStatus(
