@@ -29,6 +29,7 @@ import {
   ServiceAccountKind,
   isForbidden,
 } from '@aro/kube';
+import type { AutoscalingListenerModuleOptions } from '@aro/controllers';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { TEST_CA_A } from '../../../libs/secrets/src/testing/certificates';
 import { kubeConfigForUser, podEvicted, setPodStatus, waitFor } from '../../harness';
@@ -56,7 +57,11 @@ describe('AutoscalingListener controller', () => {
    * CONTROLLER_MANAGER_CONTAINER_IMAGE: its AutoscalingRunnerSet controller makes no listener, so a
    * test can make one by hand and have it stay deleted.
    */
-  async function start(withListenerImage = true, env: Record<string, string> = {}) {
+  async function start(
+    withListenerImage = true,
+    env: Record<string, string> = {},
+    listener: Partial<AutoscalingListenerModuleOptions> = {},
+  ) {
     f = await suite.start({
       env: withListenerImage ? env : { ...env, CONTROLLER_MANAGER_CONTAINER_IMAGE: '' },
       listener: {
@@ -65,6 +70,7 @@ describe('AutoscalingListener controller', () => {
         deletionPollMs: 200,
         metricsAddr: ':8080',
         metricsEndpoint: '/metrics',
+        ...listener,
       },
     });
   }
@@ -96,6 +102,18 @@ describe('AutoscalingListener controller', () => {
   const pod = (name: string) => f.read<V1Pod>(PodKind, name, f.controllerNamespace);
   const listenerObject = (name: string) =>
     f.read<AutoscalingListener>(AutoscalingListenerKind, name, f.controllerNamespace);
+  /** `aro_listener_config_builds_total` of this test's app, by reason. */
+  const configBuilds = async (): Promise<Record<string, number>> => {
+    const metric = await f.registry.getSingleMetric('aro_listener_config_builds_total')?.get();
+    return Object.fromEntries((metric?.values ?? []).map((v) => [String(v.labels.reason), v.value]));
+  };
+  /** Reconciles of the listener controller so far (evidence that it looked). */
+  const listenerPasses = async (): Promise<number> => {
+    const metric = await f.registry.getSingleMetric('controller_runtime_reconcile_total')?.get();
+    return (metric?.values ?? [])
+      .filter((v) => v.labels.controller === 'autoscalinglistener')
+      .reduce((sum, v) => sum + v.value, 0);
+  };
   const configOf = async (name: string): Promise<ListenerConfig | undefined> => {
     const secret = await f.read<V1Secret>(SecretKind, `${name}-config`, f.controllerNamespace);
     const data = secret?.data?.[ListenerDefaults.configSecretKey];
@@ -306,16 +324,16 @@ describe('AutoscalingListener controller', () => {
     );
   });
 
-  it('updates the config secret and recreates the pod when the credentials change (upstream: config secret change updates the listener)', async () => {
-    await start();
+  it('brings a rotated credential into the config secret and recreates the pod, with no other event (upstream: config secret change updates the listener)', async () => {
+    await start(true, {}, { credentialRefreshIntervalMs: 1_000 });
     const { listener } = await newScaleSet();
     const first = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    await waitFor(async () => (await configOf(listener))?.github_token === DEFAULT_PAT, {
+      description: 'the first token in the config',
+    });
+    // Nothing but the Secret changes: Secrets are not watched, the listener's periodic refresh finds it.
     await f.kube.mergePatch(SecretKind, f.namespace, GITHUB_SECRET, {
       stringData: { github_token: `${DEFAULT_PAT}-rotated` },
-    });
-    // A secret change has no watch event here (secrets are read live); a touch of the listener wakes it, as the periodic resync would.
-    await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
-      metadata: { labels: { touched: '1' } },
     });
     await waitFor(async () => (await configOf(listener))?.github_token === `${DEFAULT_PAT}-rotated`, {
       description: 'the rotated token in the config',
@@ -327,6 +345,46 @@ describe('AutoscalingListener controller', () => {
       },
       { description: 'a new pod for the new config' },
     );
+    const builds = await configBuilds();
+    expect(builds.refresh ?? 0).toBeGreaterThan(0);
+  });
+
+  it('reads the credential Secret only when the config must be built, not on every pass', async () => {
+    // A refresh interval longer than the test: every build seen here has another reason.
+    await start(true, {}, { credentialRefreshIntervalMs: 60 * 60_000 });
+    const { listener } = await newScaleSet();
+    const p = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    await runnerContainerRunningFor(p);
+    await waitFor(
+      async () =>
+        (await listenerObject(listener))?.status?.conditions?.find(
+          (c) => c.type === 'ListenerRunning' && c.status === 'True',
+        ),
+      { description: 'ListenerRunning True' },
+    );
+    const before = await configBuilds();
+    expect(before.new).toBe(1);
+    // Passes that change nothing the config is made of: touches of the listener, the pod's status.
+    const passesBefore = await listenerPasses();
+    for (let i = 0; i < 3; i++) {
+      await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
+        metadata: { labels: { touched: String(i) } },
+      });
+      await waitFor(async () => (await listenerPasses()) >= passesBefore + i + 1, {
+        description: `the controller's pass after touch ${i + 1}`,
+      });
+    }
+    expect(await configBuilds()).toEqual(before);
+
+    // The config Secret deleted (no event: Secrets are not watched): the next pass builds it again.
+    await f.kube.delete(SecretKind, f.controllerNamespace, `${listener}-config`);
+    await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
+      metadata: { labels: { touched: 'after-delete' } },
+    });
+    await waitFor(async () => (await configBuilds()).missing === 1, {
+      description: 'a build for the missing config',
+    });
+    await waitFor(() => configOf(listener), { description: 'the config secret back' });
   });
 
   it('merges the listenerTemplate into the listener pod and propagates labels and annotations, less the excluded prefixes (upstream: metadata propagation; customization; template modification)', async () => {

@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   AUTOSCALING_LISTENER_CONTAINER_NAME,
   AUTOSCALING_LISTENER_FINALIZER,
@@ -11,6 +11,7 @@ import {
   ResourceKind,
   ScaleSetConditionTypes,
   ScaleSetReasons,
+  integrityHash,
   listenerConfigSecretName,
 } from '@aro/api';
 import {
@@ -43,7 +44,8 @@ import {
   withFinalizer,
   withoutFinalizer,
 } from '../ephemeral-runner-set/scale-set-common';
-import { buildListenerConfig } from './listener-config';
+import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
+import { ListenerConfigRefresh } from './listener-config-refresh';
 import type { ListenerMetrics } from './listener-metrics';
 import {
   buildConfigSecret,
@@ -67,6 +69,12 @@ export interface AutoscalingListenerReconcilerOptions {
   stableAfterMs?: number;
   deletionPollMs?: number;
   resolveTimeoutMs?: number;
+  /**
+   * How often each listener's config is built again from the credential Secret, so a rotated
+   * credential reaches the listener (Secrets are not watched); between refreshes it is built only
+   * when the listener changes or its config Secret is gone.
+   */
+  credentialRefreshIntervalMs?: number;
 }
 
 export interface AutoscalingListenerReconcilerDeps {
@@ -81,6 +89,14 @@ export interface AutoscalingListenerReconcilerDeps {
 
 const done: Result = {};
 const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+
+/** The result that comes back first: an immediate requeue, else the shorter wait. */
+function sooner(a: Result, b: Result): Result {
+  if (a.requeue && a.requeueAfterMs === undefined) return a;
+  if (a.requeueAfterMs === undefined) return b;
+  if (b.requeueAfterMs === undefined) return a;
+  return a.requeueAfterMs <= b.requeueAfterMs ? a : b;
+}
 
 type Ended = { reason: string; message: string } | undefined;
 
@@ -131,6 +147,7 @@ function listenerRunningSince(pod: V1Pod): number | undefined {
 export class AutoscalingListenerReconciler implements Reconciler {
   private readonly opts: Required<AutoscalingListenerReconcilerOptions>;
   private readonly now: () => number;
+  private readonly configRefresh: ListenerConfigRefresh;
 
   constructor(
     private readonly deps: AutoscalingListenerReconcilerDeps,
@@ -147,7 +164,9 @@ export class AutoscalingListenerReconciler implements Reconciler {
       stableAfterMs: options.stableAfterMs ?? 2 * 60_000,
       deletionPollMs: options.deletionPollMs ?? 1_000,
       resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
+      credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
     };
+    this.configRefresh = new ListenerConfigRefresh(this.opts.credentialRefreshIntervalMs, this.now);
   }
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -162,6 +181,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
     } catch (err) {
       if (!isNotFound(err)) throw err;
       this.deps.metrics?.forget(key);
+      this.configRefresh.forget(key);
       return done;
     }
     if (listener.metadata?.deletionTimestamp) return this.finalize(listener, key, log);
@@ -197,25 +217,63 @@ export class AutoscalingListenerReconciler implements Reconciler {
     const sa = await this.apply(ServiceAccountKind, buildServiceAccount(listener), log);
     const role = await this.apply(RoleKind, buildRole(listener), log);
     const binding = await this.apply(RoleBindingKind, buildRoleBinding(listener), log);
-    let configHash: string | undefined;
+    const configHash = await this.reconcileConfig(listener, ars, key, signal, log);
+    if (typeof configHash !== 'string') return configHash;
+
+    const desired = buildListenerPod(
+      listener,
+      { metricsAddr: this.opts.metricsAddr, metricsEndpoint: this.opts.metricsEndpoint },
+      [hashOf(sa), hashOf(role), hashOf(binding), configHash],
+    );
+    return sooner(
+      await this.reconcilePod(listener, key, desired, log),
+      requeueAfter(this.configRefresh.refreshDueInMs(key) ?? this.opts.credentialRefreshIntervalMs),
+    );
+  }
+
+  /**
+   * The config Secret, built only when `ListenerConfigRefresh` says so (building reads the
+   * credential Secret live); its integrity hash, or the Result of a pass that could not build it.
+   */
+  private async reconcileConfig(
+    listener: AutoscalingListener,
+    ars: AutoscalingRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<string | Result> {
+    const settings: ListenerConfigSettings = {
+      scaleSetName:
+        ars.metadata?.annotations?.[Annotations.runnerScaleSetName] ??
+        ars.spec.runnerScaleSetName ??
+        ars.metadata?.name ??
+        '',
+      logLevel: this.opts.logLevel,
+      logFormat: this.opts.logFormat,
+      metricsAddr: this.opts.metricsAddr,
+      metricsEndpoint: this.opts.metricsEndpoint,
+    };
+    const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
+    const current = await this.readIgnoringNotFound<V1Secret>(
+      SecretKind,
+      listener.metadata?.namespace ?? '',
+      listenerConfigSecretName(listener.metadata?.name ?? ''),
+    );
+    const reason = this.configRefresh.reasonToBuild(key, inputs, hashOf(current));
+    const currentHash = hashOf(current);
+    if (reason === undefined && currentHash !== undefined) return currentHash;
     try {
       const config = await buildListenerConfig(
         this.deps.resolver,
         listener,
-        {
-          scaleSetName:
-            ars.metadata?.annotations?.[Annotations.runnerScaleSetName] ??
-            ars.spec.runnerScaleSetName ??
-            ars.metadata?.name ??
-            '',
-          logLevel: this.opts.logLevel,
-          logFormat: this.opts.logFormat,
-          metricsAddr: this.opts.metricsAddr,
-          metricsEndpoint: this.opts.metricsEndpoint,
-        },
+        settings,
         AbortSignal.any([signal, AbortSignal.timeout(this.opts.resolveTimeoutMs)]),
       );
-      configHash = hashOf(await this.apply(SecretKind, buildConfigSecret(listener, config), log));
+      const applied = hashOf(await this.apply(SecretKind, buildConfigSecret(listener, config), log, current));
+      this.deps.metrics?.configBuilt(reason ?? 'missing');
+      if (applied !== undefined) this.configRefresh.recordBuilt(key, inputs, applied);
+      log.debug('Built the listener config', { reason });
+      return applied ?? '';
     } catch (err) {
       if (signal.aborted) throw err;
       const failure = classifyScaleSetFailure(err, listener.spec.proxy);
@@ -231,13 +289,19 @@ export class AutoscalingListenerReconciler implements Reconciler {
       });
       return requeueAfter(this.backoffMs(listener.status?.restarts ?? 0));
     }
+  }
 
-    const desired = buildListenerPod(
-      listener,
-      { metricsAddr: this.opts.metricsAddr, metricsEndpoint: this.opts.metricsEndpoint },
-      [hashOf(sa), hashOf(role), hashOf(binding), configHash],
-    );
-    return this.reconcilePod(listener, key, desired, log);
+  private async readIgnoringNotFound<T extends KubeObject>(
+    kind: ResourceKind,
+    namespace: string,
+    name: string,
+  ): Promise<T | undefined> {
+    try {
+      return await this.deps.client.get<T>(kind, namespace, name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   private backoffMs(restarts: number): number {
@@ -344,15 +408,15 @@ export class AutoscalingListenerReconciler implements Reconciler {
    * Creates the object, or replaces it when its integrity hash differs from the desired one (the
    * hash covers only what this controller sets, so fields others add do not cause churn).
    */
-  private async apply<T extends KubeObject>(kind: ResourceKind, desired: T, log: Logger): Promise<T> {
+  private async apply<T extends KubeObject>(
+    kind: ResourceKind,
+    desired: T,
+    log: Logger,
+    read?: T,
+  ): Promise<T> {
     const namespace = desired.metadata?.namespace ?? '';
     const name = desired.metadata?.name ?? '';
-    let current: T | undefined;
-    try {
-      current = await this.deps.client.get<T>(kind, namespace, name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const current = read ?? (await this.readIgnoringNotFound<T>(kind, namespace, name));
     if (!current) {
       const created = await this.deps.client.create<T>(kind, desired);
       log.info('Created a listener resource', { kind: kind.kind, object: `${namespace}/${name}` });
@@ -419,6 +483,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
       if (!isNotFound(err)) throw err;
     }
     this.deps.metrics?.forget(key);
+    this.configRefresh.forget(key);
     log.info('Removed the finalizer of a deleted listener');
     return done;
   }
