@@ -548,4 +548,65 @@ describe('AutoscalingRunnerSet controller', () => {
       timeoutMs: 60_000,
     });
   });
+  it('propagates its labels and the set and runner metadata to the EphemeralRunnerSet and its runners, less the excluded prefixes, and follows changes (upstream: labels/annotations/runner-metadata propagation)', async () => {
+    f = await suite.start({ env: { EXCLUDE_LABEL_PROPAGATION_PREFIXES: 'argocd.argoproj.io/' } });
+    const name = uniqueName('ars');
+    await f.kube.create(
+      AutoscalingRunnerSetKind,
+      newScaleSet(name, (a) => {
+        a.metadata!.labels = { team: 'blue', 'argocd.argoproj.io/instance': 'runners' };
+        a.spec.ephemeralRunnerSetMetadata = {
+          labels: { 'set-label': 's', 'argocd.argoproj.io/set': 'no' },
+          annotations: { 'set-annotation': 's' },
+        };
+        a.spec.ephemeralRunnerMetadata = {
+          labels: { 'runner-label': 'r1' },
+          annotations: { 'runner-annotation': 'r' },
+        };
+      }),
+    );
+    await ready(name);
+    const excluded = (labels: Record<string, string> | undefined) =>
+      Object.keys(labels ?? {}).filter((k) => k.startsWith('argocd.argoproj.io/'));
+    const ers = await waitFor(() => f.runnerSet(name), { description: 'the EphemeralRunnerSet' });
+    expect(ers.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'set-label': 's',
+      'app.kubernetes.io/component': 'runner-set',
+    });
+    expect(excluded(ers.metadata?.labels)).toEqual([]);
+    expect(ers.metadata?.annotations).toMatchObject({ 'set-annotation': 's' });
+    expect(ers.spec.ephemeralRunnerMetadata?.labels).toEqual({ 'runner-label': 'r1' });
+
+    await f.scale(name, 1, 1);
+    const [first] = await waitForRunners(f, name, (r) => r.length === 1, 'a runner');
+    expect(first.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'runner-label': 'r1',
+      'app.kubernetes.io/component': 'runner',
+    });
+    expect(excluded(first.metadata?.labels)).toEqual([]);
+    expect(first.metadata?.annotations).toMatchObject({ 'runner-annotation': 'r' });
+
+    // A change of the labels and of the runner metadata: the set follows in place, new runners too.
+    await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, name, {
+      metadata: { labels: { team: 'green' } },
+      spec: { ephemeralRunnerMetadata: { labels: { 'runner-label': 'r2' } } },
+    });
+    const updated = await waitFor(
+      async () => {
+        const s = await f.runnerSet(name);
+        return s?.metadata?.labels?.team === 'green' &&
+          s.spec.ephemeralRunnerMetadata?.labels?.['runner-label'] === 'r2'
+          ? s
+          : undefined;
+      },
+      { description: 'the EphemeralRunnerSet with the new labels and runner metadata' },
+    );
+    expect(updated.metadata?.uid).toBe(ers.metadata?.uid);
+    await f.scale(name, 2, 2);
+    const runners = await waitForRunners(f, name, (r) => r.length === 2, 'a second runner');
+    const second = runners.find((r) => r.metadata?.name !== first.metadata?.name);
+    expect(second?.metadata?.labels).toMatchObject({ team: 'green', 'runner-label': 'r2' });
+  });
 });
