@@ -29,6 +29,7 @@ import {
   ServiceAccountKind,
   isForbidden,
 } from '@aro/kube';
+import type { AutoscalingListenerModuleOptions } from '@aro/controllers';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { TEST_CA_A } from '../../../libs/secrets/src/testing/certificates';
 import { kubeConfigForUser, podEvicted, setPodStatus, waitFor } from '../../harness';
@@ -43,6 +44,10 @@ import {
 
 jest.setTimeout(180_000);
 
+type KubeObjectWithMeta = {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+};
+
 describe('AutoscalingListener controller', () => {
   const suite = scaleSetSuite();
   let f: ScaleSetFixture;
@@ -52,15 +57,20 @@ describe('AutoscalingListener controller', () => {
    * CONTROLLER_MANAGER_CONTAINER_IMAGE: its AutoscalingRunnerSet controller makes no listener, so a
    * test can make one by hand and have it stay deleted.
    */
-  async function start(withListenerImage = true) {
+  async function start(
+    withListenerImage = true,
+    env: Record<string, string> = {},
+    listener: Partial<AutoscalingListenerModuleOptions> = {},
+  ) {
     f = await suite.start({
-      env: withListenerImage ? {} : { CONTROLLER_MANAGER_CONTAINER_IMAGE: '' },
+      env: withListenerImage ? env : { ...env, CONTROLLER_MANAGER_CONTAINER_IMAGE: '' },
       listener: {
         restartBackoffBaseMs: 2_000,
         restartBackoffMaxMs: 16_000,
         deletionPollMs: 200,
         metricsAddr: ':8080',
         metricsEndpoint: '/metrics',
+        ...listener,
       },
     });
   }
@@ -92,6 +102,18 @@ describe('AutoscalingListener controller', () => {
   const pod = (name: string) => f.read<V1Pod>(PodKind, name, f.controllerNamespace);
   const listenerObject = (name: string) =>
     f.read<AutoscalingListener>(AutoscalingListenerKind, name, f.controllerNamespace);
+  /** `aro_listener_config_builds_total` of this test's app, by reason. */
+  const configBuilds = async (): Promise<Record<string, number>> => {
+    const metric = await f.registry.getSingleMetric('aro_listener_config_builds_total')?.get();
+    return Object.fromEntries((metric?.values ?? []).map((v) => [String(v.labels.reason), v.value]));
+  };
+  /** Reconciles of the listener controller so far (evidence that it looked). */
+  const listenerPasses = async (): Promise<number> => {
+    const metric = await f.registry.getSingleMetric('controller_runtime_reconcile_total')?.get();
+    return (metric?.values ?? [])
+      .filter((v) => v.labels.controller === 'autoscalinglistener')
+      .reduce((sum, v) => sum + v.value, 0);
+  };
   const configOf = async (name: string): Promise<ListenerConfig | undefined> => {
     const secret = await f.read<V1Secret>(SecretKind, `${name}-config`, f.controllerNamespace);
     const data = secret?.data?.[ListenerDefaults.configSecretKey];
@@ -302,16 +324,16 @@ describe('AutoscalingListener controller', () => {
     );
   });
 
-  it('updates the config secret and recreates the pod when the credentials change (upstream: config secret change updates the listener)', async () => {
-    await start();
+  it('brings a rotated credential into the config secret and recreates the pod, with no other event (upstream: config secret change updates the listener)', async () => {
+    await start(true, {}, { credentialRefreshIntervalMs: 1_000 });
     const { listener } = await newScaleSet();
     const first = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    await waitFor(async () => (await configOf(listener))?.github_token === DEFAULT_PAT, {
+      description: 'the first token in the config',
+    });
+    // Nothing but the Secret changes: Secrets are not watched, the listener's periodic refresh finds it.
     await f.kube.mergePatch(SecretKind, f.namespace, GITHUB_SECRET, {
       stringData: { github_token: `${DEFAULT_PAT}-rotated` },
-    });
-    // A secret change has no watch event here (secrets are read live); a touch of the listener wakes it, as the periodic resync would.
-    await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
-      metadata: { labels: { touched: '1' } },
     });
     await waitFor(async () => (await configOf(listener))?.github_token === `${DEFAULT_PAT}-rotated`, {
       description: 'the rotated token in the config',
@@ -323,6 +345,211 @@ describe('AutoscalingListener controller', () => {
       },
       { description: 'a new pod for the new config' },
     );
+    const builds = await configBuilds();
+    expect(builds.refresh ?? 0).toBeGreaterThan(0);
+  });
+
+  it('reads the credential Secret only when the config must be built, not on every pass', async () => {
+    // A refresh interval longer than the test: every build seen here has another reason.
+    await start(true, {}, { credentialRefreshIntervalMs: 60 * 60_000 });
+    const { listener } = await newScaleSet();
+    const p = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    await runnerContainerRunningFor(p);
+    await waitFor(
+      async () =>
+        (await listenerObject(listener))?.status?.conditions?.find(
+          (c) => c.type === 'ListenerRunning' && c.status === 'True',
+        ),
+      { description: 'ListenerRunning True' },
+    );
+    const before = await configBuilds();
+    expect(before.new).toBe(1);
+    // Passes that change nothing the config is made of: touches of the listener, the pod's status.
+    const passesBefore = await listenerPasses();
+    for (let i = 0; i < 3; i++) {
+      await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
+        metadata: { labels: { touched: String(i) } },
+      });
+      await waitFor(async () => (await listenerPasses()) >= passesBefore + i + 1, {
+        description: `the controller's pass after touch ${i + 1}`,
+      });
+    }
+    expect(await configBuilds()).toEqual(before);
+
+    // The config Secret deleted (no event: Secrets are not watched): the next pass builds it again.
+    await f.kube.delete(SecretKind, f.controllerNamespace, `${listener}-config`);
+    await f.kube.mergePatch(AutoscalingListenerKind, f.controllerNamespace, listener, {
+      metadata: { labels: { touched: 'after-delete' } },
+    });
+    await waitFor(async () => (await configBuilds()).missing === 1, {
+      description: 'a build for the missing config',
+    });
+    await waitFor(() => configOf(listener), { description: 'the config secret back' });
+  });
+
+  it('merges the listenerTemplate into the listener pod and propagates labels and annotations, less the excluded prefixes (upstream: metadata propagation; customization; template modification)', async () => {
+    await start(true, { EXCLUDE_LABEL_PROPAGATION_PREFIXES: 'argocd.argoproj.io/,excluded.example.com/' });
+    const meta = (what: string) => ({ labels: { [what]: 'yes' }, annotations: { [`${what}-note`]: 'yes' } });
+    const { ars, listener } = await newScaleSet((a) => {
+      a.metadata!.labels = {
+        team: 'blue',
+        'argocd.argoproj.io/instance': 'runners',
+        'excluded.example.com/tier': 'gold',
+      };
+      a.spec.autoscalingListener = {
+        labels: { 'listener-label': 'l', 'excluded.example.com/listener': 'no' },
+        annotations: { 'listener-annotation': 'a' },
+      };
+      a.spec.listenerServiceAccountMetadata = meta('sa');
+      a.spec.listenerRoleMetadata = meta('role');
+      a.spec.listenerRoleBindingMetadata = meta('binding');
+      a.spec.listenerConfigSecretMetadata = meta('config');
+      a.spec.listenerTemplate = {
+        metadata: {
+          // `team` is the listener's already: the generated value wins, as upstream's merge does.
+          labels: { 'template-label': 't', team: 'from-template' },
+          annotations: { 'template-annotation': 't' },
+        },
+        spec: {
+          nodeSelector: { pool: 'listeners' },
+          tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'listeners', effect: 'NoSchedule' }],
+          securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+          serviceAccountName: 'not-the-listeners',
+          containers: [
+            {
+              name: 'listener',
+              resources: { limits: { cpu: '250m', memory: '128Mi' } },
+              env: [{ name: 'EXTRA', value: '1' }],
+              securityContext: { readOnlyRootFilesystem: true },
+            },
+            { name: 'sidecar', image: 'busybox:1.36', command: ['sleep', 'infinity'] },
+          ],
+          volumes: [{ name: 'scratch', emptyDir: {} }],
+        },
+      };
+    });
+    const excluded = (labels: Record<string, string> | undefined) =>
+      Object.keys(labels ?? {}).filter(
+        (k) => k.startsWith('argocd.argoproj.io/') || k.startsWith('excluded.example.com/'),
+      );
+
+    // The listener object: the set's labels and the listener metadata, less the excluded prefixes.
+    const l = await waitFor(() => listenerObject(listener), {
+      description: 'the listener',
+      timeoutMs: 60_000,
+    });
+    expect(l.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'listener-label': 'l',
+      'app.kubernetes.io/component': 'runner-scale-set-listener',
+    });
+    expect(excluded(l.metadata?.labels)).toEqual([]);
+    expect(l.metadata?.annotations).toMatchObject({ 'listener-annotation': 'a' });
+
+    // The pod: the listener's labels, then the template's where the listener has none.
+    const p = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    expect(p.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'listener-label': 'l',
+      'template-label': 't',
+      'app.kubernetes.io/component': 'runner-scale-set-listener',
+      'actions.github.com/scale-set-name': ars.metadata!.name,
+    });
+    expect(excluded(p.metadata?.labels)).toEqual([]);
+    expect(p.metadata?.annotations).toMatchObject({ 'template-annotation': 't' });
+    expect(p.spec).toMatchObject({
+      nodeSelector: { pool: 'listeners' },
+      securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+      // What the controller must own: its ServiceAccount, never restarted in place.
+      serviceAccountName: listener,
+      restartPolicy: 'Never',
+    });
+    expect(p.spec?.tolerations).toContainEqual(
+      expect.objectContaining({ key: 'dedicated', value: 'listeners', effect: 'NoSchedule' }),
+    );
+    const [main, ...others] = p.spec!.containers;
+    expect(main).toMatchObject({
+      name: 'listener',
+      image: LISTENER_IMAGE,
+      command: [...ListenerDefaults.command],
+      resources: { limits: { cpu: '250m', memory: '128Mi' } },
+      securityContext: { readOnlyRootFilesystem: true },
+    });
+    expect(main.env).toEqual(
+      expect.arrayContaining([
+        { name: 'LISTENER_CONFIG_PATH', value: ListenerDefaults.configPath },
+        { name: 'EXTRA', value: '1' },
+      ]),
+    );
+    expect(main.volumeMounts).toContainEqual(expect.objectContaining({ mountPath: '/etc/gha-listener' }));
+    expect(others.map((c) => c.name)).toEqual(['sidecar']);
+    expect(p.spec?.volumes?.map((v) => v.name)).toEqual(expect.arrayContaining(['scratch']));
+    expect(p.spec?.volumes?.find((v) => v.secret)?.secret?.secretName).toBe(`${listener}-config`);
+
+    // What the listener runs with carries the metadata the set gives each of them.
+    const owned: Array<[string, KubeObjectWithMeta | undefined]> = [
+      ['sa', await f.read<V1ServiceAccount>(ServiceAccountKind, listener, f.controllerNamespace)],
+      ['role', await f.read<V1Role>(RoleKind, listener)],
+      ['binding', await f.read<V1RoleBinding>(RoleBindingKind, listener)],
+      ['config', await f.read<V1Secret>(SecretKind, `${listener}-config`, f.controllerNamespace)],
+    ];
+    for (const [what, object] of owned) {
+      expect([what, object?.metadata?.labels?.[what]]).toEqual([what, 'yes']);
+      expect([what, object?.metadata?.annotations?.[`${what}-note`]]).toEqual([what, 'yes']);
+    }
+
+    // The set and its runners: the same labels, less the excluded prefixes.
+    const ers = await waitFor(() => f.runnerSet(ars.metadata!.name!), {
+      description: 'the EphemeralRunnerSet',
+    });
+    expect(ers.metadata?.labels).toMatchObject({ team: 'blue' });
+    expect(excluded(ers.metadata?.labels)).toEqual([]);
+
+    // A template change reaches a new pod.
+    await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, ars.metadata!.name!, {
+      spec: { listenerTemplate: { spec: { nodeSelector: { pool: 'listeners-2' } } } },
+    });
+    const changed = await waitFor(
+      async () => {
+        const next = await pod(listener);
+        return next?.spec?.nodeSelector?.pool === 'listeners-2' ? next : undefined;
+      },
+      { description: 'a listener pod with the new nodeSelector', timeoutMs: 60_000 },
+    );
+    expect(changed.metadata?.uid).not.toBe(p.metadata?.uid);
+    expect(changed.spec?.containers.map((c) => c.name)).toEqual(['listener', 'sidecar']);
+  });
+
+  it('recreates a deleted listener pod at once, keeping its config secret, and counts no failure (upstream: re-create on pod delete)', async () => {
+    await start();
+    const { listener } = await newScaleSet();
+    const first = await waitFor(() => pod(listener), { description: 'the listener pod', timeoutMs: 60_000 });
+    const configUid = (await f.read<V1Secret>(SecretKind, `${listener}-config`, f.controllerNamespace))
+      ?.metadata?.uid;
+    await runnerContainerRunningFor(first);
+    // Evidence that the controller saw the pod run before it goes.
+    await waitFor(
+      async () =>
+        (await listenerObject(listener))?.status?.conditions?.find(
+          (c) => c.type === 'ListenerRunning' && c.status === 'True',
+        ),
+      { description: 'ListenerRunning True' },
+    );
+    // Not bound to a node, so the apiserver removes it at once, as a kubelet would a deleted pod.
+    await f.kube.delete(PodKind, f.controllerNamespace, listener);
+    const second = await waitFor(
+      async () => {
+        const p = await pod(listener);
+        return p && p.metadata?.uid !== first.metadata?.uid ? p : undefined;
+      },
+      { description: 'a new listener pod', timeoutMs: 60_000 },
+    );
+    expect(second.spec?.containers[0].name).toBe('listener');
+    expect(
+      (await f.read<V1Secret>(SecretKind, `${listener}-config`, f.controllerNamespace))?.metadata?.uid,
+    ).toBe(configUid);
+    // A deleted pod did not fail: no restart counted, so no backoff grows from it.
+    expect((await listenerObject(listener))?.status?.restarts ?? 0).toBe(0);
   });
 
   it('on deletion removes the pod, config secret, ServiceAccount, Role and RoleBinding (upstream: delete cleanup)', async () => {

@@ -19,6 +19,8 @@ import {
   CLEANUP_PROTECTION_FINALIZER,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
+  ListenerConfig,
+  ListenerDefaults,
   autoscalingListenerName,
 } from '@aro/api';
 import type { AutoscalingRunnerSetModuleOptions } from '@aro/controllers';
@@ -79,6 +81,11 @@ describe('AutoscalingRunnerSet controller', () => {
   const readListener = (ars: AutoscalingRunnerSet) =>
     f.read<AutoscalingListener>(AutoscalingListenerKind, listenerOf(ars), f.controllerNamespace);
   const scaleSetOnService = (name: string) => suite.sim.scaleSets().find((s) => s.name === name);
+  const listenerConfig = async (listener: string): Promise<ListenerConfig | undefined> => {
+    const secret = await f.read<V1Secret>(SecretKind, `${listener}-config`, f.controllerNamespace);
+    const data = secret?.data?.[ListenerDefaults.configSecretKey];
+    return data ? (JSON.parse(Buffer.from(data, 'base64').toString()) as ListenerConfig) : undefined;
+  };
   const events = async (name: string) =>
     (await f.list<CoreV1Event>(EventKind)).filter((e) => e.involvedObject?.name === name);
 
@@ -428,5 +435,178 @@ describe('AutoscalingRunnerSet controller', () => {
     expect(patched.metadata?.uid).toBe(ersUid);
     await waitFor(() => readListener(ars), { description: 'the listener back' });
     expect(live(await f.runners(name)).length).toBe(0);
+  });
+  it('moves the runner set, the listener and its config secret to a new GitHub config secret (upstream: GitHub config secret change updates ERS and listener)', async () => {
+    await start();
+    const secondToken = `${DEFAULT_PAT}_second`;
+    suite.sim.addPat(secondToken);
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'second-secret', namespace: f.namespace },
+      stringData: { github_token: secondToken },
+    });
+    const name = uniqueName('ars');
+    await f.kube.create(AutoscalingRunnerSetKind, newScaleSet(name));
+    const ars = await ready(name);
+    const id = ars.metadata?.annotations?.[Annotations.runnerScaleSetId];
+    const firstListener = await waitFor(() => readListener(ars), { description: 'the listener' });
+    const ersUid = (await f.runnerSet(name))?.metadata?.uid;
+    await waitFor(
+      async () => (await listenerConfig(firstListener.metadata!.name!))?.github_token === DEFAULT_PAT,
+      {
+        description: 'the first token in the listener config',
+      },
+    );
+
+    await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, name, {
+      spec: { githubConfigSecret: 'second-secret' },
+    });
+    // The runner set, in place: its runners register with the new secret.
+    await waitFor(
+      async () => (await f.runnerSet(name))?.spec.ephemeralRunnerSpec.githubConfigSecret === 'second-secret',
+      { description: 'the EphemeralRunnerSet on the new secret' },
+    );
+    expect((await f.runnerSet(name))?.metadata?.uid).toBe(ersUid);
+    // The listener: a new one (its spec changed), whose config carries the new secret's token.
+    const secondListener = await waitFor(
+      async () => {
+        const l = await readListener(ars);
+        return l &&
+          l.metadata?.uid !== firstListener.metadata?.uid &&
+          l.spec.githubConfigSecret === 'second-secret'
+          ? l
+          : undefined;
+      },
+      { description: 'a listener on the new secret', timeoutMs: 60_000 },
+    );
+    await waitFor(
+      async () => (await listenerConfig(secondListener.metadata!.name!))?.github_token === secondToken,
+      { description: "the new secret's token in the listener config", timeoutMs: 60_000 },
+    );
+    await waitFor(() => f.read<V1Pod>(PodKind, secondListener.metadata!.name!, f.controllerNamespace), {
+      description: 'the new listener pod',
+    });
+    // The same scale set, still reachable with the new credentials.
+    const after = await ready(name);
+    expect(after.metadata?.annotations?.[Annotations.runnerScaleSetId]).toBe(id);
+    expect(after.status?.conditions?.find((c) => c.type === 'ScaleSetReady')?.status).toBe('True');
+    // A runner made now uses the new secret.
+    await f.scale(name, 1, 1);
+    const [runner] = await waitForRunners(f, name, (r) => r.length === 1, 'a runner');
+    expect(runner.spec.githubConfigSecret).toBe('second-secret');
+  });
+
+  it('deletes a set whose runner-scale-set-id annotation is missing: no hang, its scale set found by name and deleted, nothing left (upstream: cleanup when the scale-set-id annotation is missing)', async () => {
+    const first = await start();
+    const name = uniqueName('ars');
+    await f.kube.create(AutoscalingRunnerSetKind, newScaleSet(name));
+    const ars = await ready(name);
+    const id = Number(ars.metadata?.annotations?.[Annotations.runnerScaleSetId]);
+    const listenerName = listenerOf(ars);
+    await waitFor(() => f.read<V1Pod>(PodKind, listenerName, f.controllerNamespace), {
+      description: 'the listener pod',
+    });
+    // With the controller down, the ID annotation goes (an edit, a `kubectl replace`) and the set is
+    // deleted: the controller that comes back finds a deleting set without its scale set's ID.
+    await first.stop();
+    await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, name, {
+      metadata: { annotations: { [Annotations.runnerScaleSetId]: null } },
+    });
+    await f.kube.delete(AutoscalingRunnerSetKind, f.namespace, name);
+    f = await suite.start({ namespacesOf: first });
+    await waitFor(async () => (await readArs(name)) === undefined, {
+      description: 'the AutoscalingRunnerSet gone',
+      timeoutMs: 90_000,
+    });
+    expect(await f.runnerSet(name)).toBeUndefined();
+    expect(await readListener(ars)).toBeUndefined();
+    expect(await f.read(PodKind, listenerName, f.controllerNamespace)).toBeUndefined();
+    expect(await f.read(SecretKind, `${listenerName}-config`, f.controllerNamespace)).toBeUndefined();
+    expect(await f.read(ServiceAccountKind, listenerName, f.controllerNamespace)).toBeUndefined();
+    expect(await f.read(RoleKind, listenerName)).toBeUndefined();
+    expect(suite.sim.scaleSets().find((s) => s.id === id)).toBeUndefined();
+
+    // A set that never had a scale set (its credentials were refused) goes at once: nothing to delete.
+    const refused = uniqueName('ars-bad');
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'refused-secret', namespace: f.namespace },
+      stringData: { github_token: 'ghp_wrong' },
+    });
+    await f.kube.create(
+      AutoscalingRunnerSetKind,
+      newScaleSet(refused, (a) => (a.spec.githubConfigSecret = 'refused-secret')),
+    );
+    await waitFor(
+      async () =>
+        (await readArs(refused))?.status?.conditions?.find(
+          (c) => c.type === 'ScaleSetReady' && c.status === 'False',
+        ),
+      { description: 'ScaleSetReady False' },
+    );
+    await f.kube.delete(AutoscalingRunnerSetKind, f.namespace, refused);
+    await waitFor(async () => (await readArs(refused)) === undefined, {
+      description: 'the refused AutoscalingRunnerSet gone',
+      timeoutMs: 60_000,
+    });
+  });
+  it('propagates its labels and the set and runner metadata to the EphemeralRunnerSet and its runners, less the excluded prefixes, and follows changes (upstream: labels/annotations/runner-metadata propagation)', async () => {
+    f = await suite.start({ env: { EXCLUDE_LABEL_PROPAGATION_PREFIXES: 'argocd.argoproj.io/' } });
+    const name = uniqueName('ars');
+    await f.kube.create(
+      AutoscalingRunnerSetKind,
+      newScaleSet(name, (a) => {
+        a.metadata!.labels = { team: 'blue', 'argocd.argoproj.io/instance': 'runners' };
+        a.spec.ephemeralRunnerSetMetadata = {
+          labels: { 'set-label': 's', 'argocd.argoproj.io/set': 'no' },
+          annotations: { 'set-annotation': 's' },
+        };
+        a.spec.ephemeralRunnerMetadata = {
+          labels: { 'runner-label': 'r1' },
+          annotations: { 'runner-annotation': 'r' },
+        };
+      }),
+    );
+    await ready(name);
+    const excluded = (labels: Record<string, string> | undefined) =>
+      Object.keys(labels ?? {}).filter((k) => k.startsWith('argocd.argoproj.io/'));
+    const ers = await waitFor(() => f.runnerSet(name), { description: 'the EphemeralRunnerSet' });
+    expect(ers.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'set-label': 's',
+      'app.kubernetes.io/component': 'runner-set',
+    });
+    expect(excluded(ers.metadata?.labels)).toEqual([]);
+    expect(ers.metadata?.annotations).toMatchObject({ 'set-annotation': 's' });
+    expect(ers.spec.ephemeralRunnerMetadata?.labels).toEqual({ 'runner-label': 'r1' });
+
+    await f.scale(name, 1, 1);
+    const [first] = await waitForRunners(f, name, (r) => r.length === 1, 'a runner');
+    expect(first.metadata?.labels).toMatchObject({
+      team: 'blue',
+      'runner-label': 'r1',
+      'app.kubernetes.io/component': 'runner',
+    });
+    expect(excluded(first.metadata?.labels)).toEqual([]);
+    expect(first.metadata?.annotations).toMatchObject({ 'runner-annotation': 'r' });
+
+    // A change of the labels and of the runner metadata: the set follows in place, new runners too.
+    await f.kube.mergePatch(AutoscalingRunnerSetKind, f.namespace, name, {
+      metadata: { labels: { team: 'green' } },
+      spec: { ephemeralRunnerMetadata: { labels: { 'runner-label': 'r2' } } },
+    });
+    const updated = await waitFor(
+      async () => {
+        const s = await f.runnerSet(name);
+        return s?.metadata?.labels?.team === 'green' &&
+          s.spec.ephemeralRunnerMetadata?.labels?.['runner-label'] === 'r2'
+          ? s
+          : undefined;
+      },
+      { description: 'the EphemeralRunnerSet with the new labels and runner metadata' },
+    );
+    expect(updated.metadata?.uid).toBe(ers.metadata?.uid);
+    await f.scale(name, 2, 2);
+    const runners = await waitForRunners(f, name, (r) => r.length === 2, 'a second runner');
+    const second = runners.find((r) => r.metadata?.name !== first.metadata?.name);
+    expect(second?.metadata?.labels).toMatchObject({ team: 'green', 'runner-label': 'r2' });
   });
 });

@@ -46,6 +46,11 @@ export interface ScaleSetFixtureOptions {
   env?: Record<string, string>;
   /** Skip creating the GitHub config secret. */
   skipSecret?: boolean;
+  /**
+   * Run on an earlier fixture's namespaces instead of new ones (a controller restart: what the first
+   * app left is what the second one finds). The GitHub config secret is not created again.
+   */
+  namespacesOf?: Pick<ScaleSetFixture, 'namespace' | 'controllerNamespace'>;
 }
 
 export interface ScaleSetFixture {
@@ -114,13 +119,13 @@ export async function startScaleSetFixture(
   sim: RunningSimulator,
   opts: ScaleSetFixtureOptions = {},
 ): Promise<ScaleSetFixture> {
-  const namespace = await createTestNamespace('ss');
-  const controllerNamespace = await createTestNamespace('ctl');
+  const namespace = opts.namespacesOf?.namespace ?? (await createTestNamespace('ss'));
+  const controllerNamespace = opts.namespacesOf?.controllerNamespace ?? (await createTestNamespace('ctl'));
   const kubeConfig = testKubeConfig();
   const kube = new KubeClient(kubeConfig);
   const testName = expect.getState().currentTestName;
   const logger = testLogger().child({ test: testName ?? 'setup' });
-  if (!opts.skipSecret) {
+  if (!opts.skipSecret && !opts.namespacesOf) {
     await kube.create<V1Secret>(SecretKind, {
       metadata: { name: GITHUB_SECRET, namespace },
       stringData: { github_token: DEFAULT_PAT },
@@ -178,6 +183,7 @@ export async function startScaleSetFixture(
   const manager = app.get(Manager);
   const registry = app.get<Registry>(Registry);
   await manager.start();
+  let closed: Promise<void> | undefined;
 
   const read = async <T extends KubeObject>(kind: ResourceKind, name: string, ns = namespace) => {
     try {
@@ -213,7 +219,8 @@ export async function startScaleSetFixture(
         status: { jobId, jobRequestId: 1, jobRepositoryName: 'octo/hello', jobDisplayName: 'build' },
       });
     },
-    stop: () => app.close(),
+    // Idempotent: a test may stop its app early (a controller restart), and the suite stops it again.
+    stop: () => (closed ??= app.close()),
   };
 }
 

@@ -1,12 +1,18 @@
-import type { Gauge, Registry } from 'prom-client';
-import { getOrCreateGauge, metricsRegistry } from '@aro/observability';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import { getOrCreateCounter, getOrCreateGauge, metricsRegistry } from '@aro/observability';
 import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from '../ephemeral-runner-set/scale-set-common';
+import type { ConfigBuildReason } from './listener-config-refresh';
 
 type Label = (typeof SCALE_SET_METRIC_LABELS)[number];
 
-/** Upstream's `gha_controller_running_listeners`: 1 while a scale set's listener container runs, else 0. */
+/**
+ * Upstream's `gha_controller_running_listeners`: 1 while a scale set's listener container runs, else 0.
+ * And ARO's `aro_listener_config_builds_total{reason}`: each build reads the credential Secret live,
+ * so this counts those reads and says why they happened.
+ */
 export class ListenerMetrics {
   private readonly running: Gauge<Label>;
+  private readonly configBuilds: Counter<'reason'>;
   private readonly labelsByListener = new Map<string, ScaleSetMetricLabels>();
 
   constructor(registry: Registry = metricsRegistry()) {
@@ -15,6 +21,15 @@ export class ListenerMetrics {
       help: 'Number of listeners in a running state.',
       labelNames: [...SCALE_SET_METRIC_LABELS],
     });
+    this.configBuilds = getOrCreateCounter<'reason'>(registry, {
+      name: 'aro_listener_config_builds_total',
+      help: 'Listener configs built from the credential Secret, by reason (new, changed, missing, refresh).',
+      labelNames: ['reason'],
+    });
+  }
+
+  configBuilt(reason: ConfigBuildReason): void {
+    this.configBuilds.inc({ reason });
   }
 
   labels(key: string, labels: ScaleSetMetricLabels): void {

@@ -163,7 +163,7 @@ function metricsPort(addr: string): number | undefined {
  * config Secret, as the listener's own ServiceAccount, never restarted in place (the controller
  * recreates it, with backoff, so a failure is seen and counted), with 60 s to delete its message
  * session on the way out. A `spec.template` is the base; its `listener` container gets the
- * generated fields it does not set itself. The integrity hash covers the pod and the hashes of the
+ * generated fields it does not set itself; its labels count where the listener has none of its own. The integrity hash covers the pod and the hashes of the
  * config, ServiceAccount, Role and RoleBinding, so any of them changing recreates the pod.
  */
 export function buildListenerPod(
@@ -205,7 +205,14 @@ export function buildListenerPod(
     metadata: {
       name: listenerName(listener),
       namespace: listener.metadata?.namespace,
-      labels: { ...template?.metadata?.labels, ...listenerOwnedLabels(listener) },
+      // The listener's own labels (the scale set's, already less the excluded prefixes, and
+      // spec.autoscalingListener's) win over the template's, as upstream: a NetworkPolicy or a
+      // PodMonitor selecting the set's labels must find its listener pod.
+      labels: {
+        ...template?.metadata?.labels,
+        ...listener.metadata?.labels,
+        ...listenerOwnedLabels(listener),
+      },
       annotations: mergedAnnotations(template?.metadata?.annotations),
       ownerReferences: [controllerReference(listener, 'AutoscalingListener', API_VERSION)],
     },

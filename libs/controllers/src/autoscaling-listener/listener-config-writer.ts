@@ -1,0 +1,91 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import {
+  Annotations,
+  AutoscalingListener,
+  AutoscalingRunnerSet,
+  ScaleSetConditionTypes,
+  integrityHash,
+  listenerConfigSecretName,
+} from '@aro/api';
+import { Result, SecretKind } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
+import { setCondition } from '../ephemeral-runner-set/scale-set-common';
+import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
+import { buildConfigSecret, hashOf } from './listener-resources';
+import {
+  type ListenerContext,
+  applyListenerResource,
+  patchListenerStatus,
+  readIgnoringNotFound,
+  requeueAfter,
+  restartBackoffMs,
+} from './listener-context';
+
+/** The listener's config Secret, built when `ListenerConfigRefresh` says so. */
+export class ListenerConfigWriter {
+  constructor(private readonly ctx: ListenerContext) {}
+
+  /**
+   * The config Secret, built only when `ListenerConfigRefresh` says so (building reads the
+   * credential Secret live); its integrity hash, or the Result of a pass that could not build it.
+   */
+  async reconcile(
+    listener: AutoscalingListener,
+    ars: AutoscalingRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<string | Result> {
+    const settings: ListenerConfigSettings = {
+      scaleSetName:
+        ars.metadata?.annotations?.[Annotations.runnerScaleSetName] ??
+        ars.spec.runnerScaleSetName ??
+        ars.metadata?.name ??
+        '',
+      logLevel: this.ctx.opts.logLevel,
+      logFormat: this.ctx.opts.logFormat,
+      metricsAddr: this.ctx.opts.metricsAddr,
+      metricsEndpoint: this.ctx.opts.metricsEndpoint,
+    };
+    const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
+    const current = await readIgnoringNotFound<V1Secret>(
+      this.ctx,
+      SecretKind,
+      listener.metadata?.namespace ?? '',
+      listenerConfigSecretName(listener.metadata?.name ?? ''),
+    );
+    const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, hashOf(current));
+    const currentHash = hashOf(current);
+    if (reason === undefined && currentHash !== undefined) return currentHash;
+    try {
+      const config = await buildListenerConfig(
+        this.ctx.deps.resolver,
+        listener,
+        settings,
+        AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.resolveTimeoutMs)]),
+      );
+      const applied = hashOf(
+        await applyListenerResource(this.ctx, SecretKind, buildConfigSecret(listener, config), log, current),
+      );
+      this.ctx.deps.metrics?.configBuilt(reason ?? 'missing');
+      if (applied !== undefined) this.ctx.configRefresh.recordBuilt(key, inputs, applied);
+      log.debug('Built the listener config', { reason });
+      return applied ?? '';
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const failure = classifyScaleSetFailure(err, listener.spec.proxy);
+      log.warn('Cannot build the listener configuration', { reason: failure.reason, err: failure.message });
+      this.ctx.deps.events?.record(listener, 'Warning', failure.reason, failure.message);
+      await patchListenerStatus(this.ctx, listener, {
+        conditions: setCondition(listener.status?.conditions, {
+          type: ScaleSetConditionTypes.listenerRunning,
+          status: 'False',
+          reason: failure.reason,
+          message: failure.message,
+        }),
+      });
+      return requeueAfter(restartBackoffMs(this.ctx, listener.status?.restarts ?? 0));
+    }
+  }
+}

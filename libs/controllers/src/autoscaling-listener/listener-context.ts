@@ -1,0 +1,185 @@
+import {
+  AutoscalingListener,
+  AutoscalingListenerKind,
+  AutoscalingListenerStatus,
+  ResourceKind,
+} from '@aro/api';
+import { KubeClient, KubeObject, Reader, Result, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { SecretResolver } from '@aro/secrets';
+import { isDeepStrictEqual } from 'node:util';
+import type { EventRecorder } from '../events/event-recorder';
+import { describeError, exponentialBackoffMs } from '../ephemeral-runner-set/scale-set-common';
+import { ListenerConfigRefresh } from './listener-config-refresh';
+import type { ListenerMetrics } from './listener-metrics';
+import { hashOf } from './listener-resources';
+
+/*
+ * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
+ * their defaults, when each listener's config is due to be built again, and the small writes every
+ * part makes (create-or-replace by integrity hash, delete, status patch). The parts (config, pod,
+ * deletion) are classes of their own files that get this context.
+ */
+
+export interface AutoscalingListenerReconcilerOptions {
+  /** Where the listener serves its metrics (`:8080`); `0` or empty disables them. */
+  metricsAddr?: string;
+  metricsEndpoint?: string;
+  logLevel?: string;
+  logFormat?: string;
+  /** First wait before an ended listener pod is recreated; doubles per failure in a row. */
+  restartBackoffBaseMs?: number;
+  restartBackoffMaxMs?: number;
+  /** A listener pod running this long is taken as healthy: its failure count starts again. */
+  stableAfterMs?: number;
+  deletionPollMs?: number;
+  resolveTimeoutMs?: number;
+  /**
+   * How often each listener's config is built again from the credential Secret, so a rotated
+   * credential reaches the listener (Secrets are not watched); between refreshes it is built only
+   * when the listener changes or its config Secret is gone.
+   */
+  credentialRefreshIntervalMs?: number;
+}
+
+export interface AutoscalingListenerReconcilerDeps {
+  client: KubeClient;
+  cache: Reader;
+  resolver: SecretResolver;
+  metrics?: ListenerMetrics;
+  events?: EventRecorder;
+  logger: Logger;
+  now?: () => number;
+}
+
+export const done: Result = {};
+export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+
+/** The result that comes back first: an immediate requeue, else the shorter wait. */
+export function sooner(a: Result, b: Result): Result {
+  if (a.requeue && a.requeueAfterMs === undefined) return a;
+  if (a.requeueAfterMs === undefined) return b;
+  if (b.requeueAfterMs === undefined) return a;
+  return a.requeueAfterMs <= b.requeueAfterMs ? a : b;
+}
+
+export interface ListenerContext {
+  deps: AutoscalingListenerReconcilerDeps;
+  opts: Required<AutoscalingListenerReconcilerOptions>;
+  now: () => number;
+  configRefresh: ListenerConfigRefresh;
+}
+
+export function listenerContext(
+  deps: AutoscalingListenerReconcilerDeps,
+  options: AutoscalingListenerReconcilerOptions,
+): ListenerContext {
+  const now = deps.now ?? Date.now;
+  const opts: Required<AutoscalingListenerReconcilerOptions> = {
+    metricsAddr: options.metricsAddr ?? ':8080',
+    metricsEndpoint: options.metricsEndpoint ?? '/metrics',
+    logLevel: options.logLevel ?? 'info',
+    logFormat: options.logFormat ?? 'json',
+    restartBackoffBaseMs: options.restartBackoffBaseMs ?? 5_000,
+    restartBackoffMaxMs: options.restartBackoffMaxMs ?? 10 * 60_000,
+    stableAfterMs: options.stableAfterMs ?? 2 * 60_000,
+    deletionPollMs: options.deletionPollMs ?? 1_000,
+    resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
+    credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
+  };
+  return { deps, opts, now, configRefresh: new ListenerConfigRefresh(opts.credentialRefreshIntervalMs, now) };
+}
+
+export function restartBackoffMs(ctx: ListenerContext, restarts: number): number {
+  return exponentialBackoffMs(
+    Math.max(1, restarts),
+    ctx.opts.restartBackoffBaseMs,
+    ctx.opts.restartBackoffMaxMs,
+  );
+}
+
+export async function readIgnoringNotFound<T extends KubeObject>(
+  ctx: ListenerContext,
+  kind: ResourceKind,
+  namespace: string,
+  name: string,
+): Promise<T | undefined> {
+  try {
+    return await ctx.deps.client.get<T>(kind, namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Creates the object, or replaces it when its integrity hash differs from the desired one (the
+ * hash covers only what this controller sets, so fields others add do not cause churn).
+ */
+export async function applyListenerResource<T extends KubeObject>(
+  ctx: ListenerContext,
+  kind: ResourceKind,
+  desired: T,
+  log: Logger,
+  read?: T,
+): Promise<T> {
+  const namespace = desired.metadata?.namespace ?? '';
+  const name = desired.metadata?.name ?? '';
+  const current = read ?? (await readIgnoringNotFound<T>(ctx, kind, namespace, name));
+  if (!current) {
+    const created = await ctx.deps.client.create<T>(kind, desired);
+    log.info('Created a listener resource', { kind: kind.kind, object: `${namespace}/${name}` });
+    return created;
+  }
+  if (hashOf(current) === hashOf(desired)) return current;
+  const replaced = await ctx.deps.client.replace<T>(kind, {
+    ...desired,
+    metadata: { ...desired.metadata, resourceVersion: current.metadata?.resourceVersion },
+  });
+  log.info('Updated a listener resource whose hash changed', {
+    kind: kind.kind,
+    object: `${namespace}/${name}`,
+  });
+  return replaced;
+}
+
+export async function deleteIgnoringNotFound(
+  ctx: ListenerContext,
+  kind: ResourceKind,
+  namespace: string,
+  name: string,
+  uid?: string,
+): Promise<boolean> {
+  try {
+    await ctx.deps.client.delete(kind, namespace, name, uid ? { preconditions: { uid } } : {});
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+export async function patchListenerStatus(
+  ctx: ListenerContext,
+  listener: AutoscalingListener,
+  change: AutoscalingListenerStatus,
+): Promise<void> {
+  const current = (listener.status ?? {}) as Record<string, unknown>;
+  if (!Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v))) return;
+  try {
+    const updated = await ctx.deps.client.mergePatchStatus<AutoscalingListener>(
+      AutoscalingListenerKind,
+      listener.metadata?.namespace ?? '',
+      listener.metadata?.name ?? '',
+      { status: change },
+    );
+    listener.status = updated.status;
+  } catch (err) {
+    if (!isNotFound(err)) {
+      throw new Error(
+        `AutoscalingListener ${listener.metadata?.namespace}/${listener.metadata?.name}: status patch failed: ${describeError(err)}`,
+        { cause: err },
+      );
+    }
+  }
+}

@@ -1,0 +1,80 @@
+import { KubeClient, Reader, Result } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
+import type { EventRecorder } from '../events/event-recorder';
+
+/*
+ * What the parts of the AutoscalingRunnerSet reconciler share: its dependencies, its settings with
+ * their defaults, and per set the failures in a row (the backoff) and when the service was last
+ * asked whether the scale set still exists. Each part (the scale set on the service, the runner set,
+ * the listener, status, deletion) is a class of its own file that gets this context.
+ */
+
+export interface AutoscalingRunnerSetReconcilerOptions {
+  /** Namespace of the listeners (the controller's own). */
+  controllerNamespace: string;
+  /** Image of the listener pods. */
+  listenerImage: string;
+  listenerImagePullSecrets?: readonly string[];
+  excludeLabelPropagationPrefixes?: readonly string[];
+  /**
+   * `eventual` (upstream HEAD, and the default): a runner spec change waits until no runner is
+   * pending or running (the listener is stopped and idle runners drained), then patches the set in
+   * place. `immediate`: patches at once; idle runners are replaced, busy ones finish their job.
+   */
+  updateStrategy?: 'immediate' | 'eventual';
+  /** How often the scale set's existence on the service is checked (it deletes long-offline ones). */
+  scaleSetCheckIntervalMs?: number;
+  errorBackoffBaseMs?: number;
+  errorBackoffMaxMs?: number;
+  deletionPollMs?: number;
+  drainPollMs?: number;
+  actionsCallTimeoutMs?: number;
+}
+
+export interface AutoscalingRunnerSetReconcilerDeps {
+  client: KubeClient;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: EventRecorder;
+  logger: Logger;
+  now?: () => number;
+}
+
+export const done: Result = {};
+export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+
+export interface ScaleSetContext {
+  deps: AutoscalingRunnerSetReconcilerDeps;
+  opts: Required<AutoscalingRunnerSetReconcilerOptions>;
+  now: () => number;
+  /** Per set: failures in a row to reach the service, for the backoff. */
+  failures: Map<string, number>;
+  /** Per set: when the service last said the scale set exists. */
+  lastChecked: Map<string, number>;
+}
+
+export function scaleSetContext(
+  deps: AutoscalingRunnerSetReconcilerDeps,
+  options: AutoscalingRunnerSetReconcilerOptions,
+): ScaleSetContext {
+  return {
+    deps,
+    now: deps.now ?? Date.now,
+    failures: new Map(),
+    lastChecked: new Map(),
+    opts: {
+      controllerNamespace: options.controllerNamespace,
+      listenerImage: options.listenerImage,
+      listenerImagePullSecrets: options.listenerImagePullSecrets ?? [],
+      excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
+      updateStrategy: options.updateStrategy ?? 'eventual',
+      scaleSetCheckIntervalMs: options.scaleSetCheckIntervalMs ?? 5 * 60_000,
+      errorBackoffBaseMs: options.errorBackoffBaseMs ?? 5_000,
+      errorBackoffMaxMs: options.errorBackoffMaxMs ?? 5 * 60_000,
+      deletionPollMs: options.deletionPollMs ?? 5_000,
+      drainPollMs: options.drainPollMs ?? 1_000,
+      actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import { isDeepStrictEqual } from 'node:util';
+import {
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetPhase,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+  ScaleSetConditionTypes,
+  ScaleSetReasons,
+} from '@aro/api';
+import { Result, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { findCondition } from '../ephemeral-runner-set/scale-set-common';
+import { buildEphemeralRunnerSet, desiredRunnerSetMeta } from './runner-scale-set-resources';
+import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+import type { ListenerSync } from './listener-sync';
+import type { ScaleSetStatusWriter } from './scale-set-status';
+
+/** The set's EphemeralRunnerSet: created, its metadata kept, its runner spec updated (after a drain). */
+export class RunnerSetSync {
+  constructor(
+    private readonly ctx: ScaleSetContext,
+    private readonly listener: ListenerSync,
+    private readonly status: ScaleSetStatusWriter,
+  ) {}
+
+  async reconcile(
+    ars: AutoscalingRunnerSet,
+    scaleSetId: number,
+    log: Logger,
+  ): Promise<EphemeralRunnerSet | 'created'> {
+    const namespace = ars.metadata?.namespace ?? '';
+    const name = ars.metadata?.name ?? '';
+    let runnerSet: EphemeralRunnerSet;
+    try {
+      runnerSet = await this.ctx.deps.cache.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.ctx.deps.client.create(
+        EphemeralRunnerSetKind,
+        buildEphemeralRunnerSet(ars, scaleSetId, this.ctx.opts.excludeLabelPropagationPrefixes),
+      );
+      log.info('Created the EphemeralRunnerSet');
+      return 'created';
+    }
+    const meta = desiredRunnerSetMeta(ars, this.ctx.opts.excludeLabelPropagationPrefixes);
+    const labelsDiffer = Object.entries(meta.labels).some(([k, v]) => runnerSet.metadata?.labels?.[k] !== v);
+    const annotationsDiffer = Object.entries(meta.annotations).some(
+      ([k, v]) => runnerSet.metadata?.annotations?.[k] !== v,
+    );
+    const runnerMetaDiffers = !isDeepStrictEqual(
+      runnerSet.spec.ephemeralRunnerMetadata ?? {},
+      ars.spec.ephemeralRunnerMetadata ?? {},
+    );
+    if (labelsDiffer || annotationsDiffer || runnerMetaDiffers) {
+      runnerSet = await this.ctx.deps.client.mergePatch<EphemeralRunnerSet>(
+        EphemeralRunnerSetKind,
+        namespace,
+        name,
+        {
+          metadata: { labels: meta.labels, annotations: meta.annotations },
+          spec: { ephemeralRunnerMetadata: ars.spec.ephemeralRunnerMetadata ?? null },
+        },
+      );
+      log.info('Updated the metadata of the EphemeralRunnerSet');
+    }
+    return runnerSet;
+  }
+
+  /**
+   * The runner spec changed while runners are pending or running. Upstream HEAD waits for them to
+   * reach zero before patching the set in place; with the listener stopped nobody would ask the set
+   * to let its idle runners go, so the set is told so (replicas 0, patch 0): idle runners leave,
+   * busy ones finish their job, then the spec is patched and the listener comes back.
+   */
+  async drain(
+    ars: AutoscalingRunnerSet,
+    runnerSet: EphemeralRunnerSet,
+    busy: number,
+    log: Logger,
+  ): Promise<Result> {
+    log.info('Draining runners before updating the runner spec', { pendingOrRunning: busy });
+    const draining = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
+    if (draining?.reason !== ScaleSetReasons.drainingForUpdate) {
+      this.ctx.deps.events?.record(
+        ars,
+        'Normal',
+        ScaleSetReasons.drainingForUpdate,
+        `Waiting for ${busy} runner(s) to finish before updating the runner spec`,
+      );
+    }
+    await this.listener.delete(ars, log);
+    if ((runnerSet.spec.replicas ?? 0) !== 0 || runnerSet.spec.patchID !== 0) {
+      await this.ctx.deps.client.mergePatch(
+        EphemeralRunnerSetKind,
+        runnerSet.metadata?.namespace ?? '',
+        runnerSet.metadata?.name ?? '',
+        {
+          spec: { replicas: 0, patchID: 0 },
+        },
+      );
+    }
+    await this.status.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Pending);
+    return requeueAfter(this.ctx.opts.drainPollMs);
+  }
+
+  async replaceRunnerSpec(
+    runnerSet: EphemeralRunnerSet,
+    spec: EphemeralRunnerSet['spec']['ephemeralRunnerSpec'],
+    log: Logger,
+  ): Promise<void> {
+    // A PUT, not a merge patch: fields removed from the template must go from the runner spec too.
+    const live = await this.ctx.deps.client.get<EphemeralRunnerSet>(
+      EphemeralRunnerSetKind,
+      runnerSet.metadata?.namespace ?? '',
+      runnerSet.metadata?.name ?? '',
+    );
+    await this.ctx.deps.client.replace(EphemeralRunnerSetKind, {
+      ...live,
+      spec: { ...live.spec, ephemeralRunnerSpec: spec },
+    });
+    log.info('Updated the runner spec of the EphemeralRunnerSet in place');
+  }
+}

@@ -1,0 +1,162 @@
+import {
+  AUTOSCALING_RUNNER_SET_FINALIZER,
+  Annotations,
+  AutoscalingListenerKind,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  DEFAULT_RUNNER_GROUP,
+  EphemeralRunnerSetKind,
+  ScaleSetReasons,
+} from '@aro/api';
+import { Result, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { configHolderOfScaleSet } from '@aro/secrets';
+import { finalizersPatch, hasFinalizer, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
+import { removeCleanupProtection } from './cleanup-protection';
+import { classifyScaleSetFailure } from './failure-reasons';
+import { listenerNameOf, scaleSetIdOf } from './runner-scale-set-resources';
+import { runnerGroupId } from './scale-set-registration';
+import { type ScaleSetContext, done, requeueAfter } from './runner-scale-set-context';
+import type { ListenerSync } from './listener-sync';
+import type { ScaleSetStatusWriter } from './scale-set-status';
+
+export class ScaleSetFinalizer {
+  constructor(
+    private readonly ctx: ScaleSetContext,
+    private readonly listener: ListenerSync,
+    private readonly status: ScaleSetStatusWriter,
+  ) {}
+
+  /**
+   * Deletion, in upstream's order: the listener (so nothing scales any more), the EphemeralRunnerSet
+   * and its runners (waiting for busy ones), the scale set on the service, the chart's cleanup
+   * protection on the objects it created for this set, then the finalizer.
+   */
+  async finalize(
+    ars: AutoscalingRunnerSet,
+    key: string,
+    callSignal: () => AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    if (!hasFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)) return done;
+    const namespace = ars.metadata?.namespace ?? '';
+    const name = ars.metadata?.name ?? '';
+    const listenerName = listenerNameOf(ars);
+    if (await this.exists(AutoscalingListenerKind, this.ctx.opts.controllerNamespace, listenerName)) {
+      await this.listener.delete(ars, log);
+      log.info('Waiting for the listener to go', { listener: listenerName });
+      return requeueAfter(this.ctx.opts.deletionPollMs);
+    }
+    if (await this.exists(EphemeralRunnerSetKind, namespace, name)) {
+      try {
+        await this.ctx.deps.client.delete(EphemeralRunnerSetKind, namespace, name);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      log.info('Waiting for the EphemeralRunnerSet and its runners to go');
+      return requeueAfter(this.ctx.opts.deletionPollMs);
+    }
+    const id = scaleSetIdOf(ars) || (await this.scaleSetOfDeletedSet(ars, callSignal, log));
+    if (id !== 0) {
+      try {
+        const client = await this.ctx.deps.resolver.getActionsClient(
+          configHolderOfScaleSet(ars),
+          callSignal(),
+        );
+        await client.deleteRunnerScaleSet(id, { signal: callSignal() });
+        log.info('Deleted the runner scale set from the Actions service', { scaleSetId: id });
+        this.ctx.deps.events?.record(
+          ars,
+          'Normal',
+          ScaleSetReasons.scaleSetDeleted,
+          `Runner scale set ${id} deleted from the Actions service`,
+        );
+      } catch (err) {
+        const isGone =
+          err instanceof Error && 'statusCode' in err && (err as { statusCode?: number }).statusCode === 404;
+        if (!isGone) return this.status.recordFailure(ars, key, err, log);
+      }
+      await this.ctx.deps.client.mergePatch(AutoscalingRunnerSetKind, namespace, name, {
+        metadata: { annotations: { [Annotations.runnerScaleSetId]: null } },
+      });
+    }
+    await removeCleanupProtection(this.ctx.deps.client, ars, log);
+    const latest = await this.ctx.deps.client.get<AutoscalingRunnerSet>(
+      AutoscalingRunnerSetKind,
+      namespace,
+      name,
+    );
+    await this.ctx.deps.client.mergePatch(
+      AutoscalingRunnerSetKind,
+      namespace,
+      name,
+      finalizersPatch(latest, withoutFinalizer(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
+    );
+    this.ctx.failures.delete(key);
+    this.ctx.lastChecked.delete(key);
+    log.info('Removed the finalizer of a deleted AutoscalingRunnerSet');
+    return done;
+  }
+
+  /**
+   * The scale set of a deleted set that lost its `runner-scale-set-id` annotation (an edit, a
+   * `kubectl replace`), looked up by the name it was registered under in its runner group, so that
+   * it does not stay on the service (upstream leaves it there). Only a set that had one is looked up:
+   * the `runner-scale-set-name` annotation is written with the ID. A failure is a Warning Event, not
+   * a wait: without the ID the controller cannot know there is a scale set to delete, and a deletion
+   * held up by a refused credential would hold up its namespace with it. 0 when there is none.
+   */
+  private async scaleSetOfDeletedSet(
+    ars: AutoscalingRunnerSet,
+    callSignal: () => AbortSignal,
+    log: Logger,
+  ): Promise<number> {
+    const registeredName = ars.metadata?.annotations?.[Annotations.runnerScaleSetName];
+    if (!registeredName) return 0;
+    const group = ars.metadata?.annotations?.[Annotations.runnerGroupName] ?? ars.spec.runnerGroup;
+    try {
+      const client = await this.ctx.deps.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
+      const groupId = await runnerGroupId(
+        client,
+        group?.toLowerCase() === DEFAULT_RUNNER_GROUP.toLowerCase() ? undefined : group,
+        callSignal(),
+      );
+      const found = await client.getRunnerScaleSet(groupId.id, registeredName, { signal: callSignal() });
+      if (found) {
+        log.info('Found the scale set of a deleted set without its ID annotation by name', {
+          scaleSetId: found.id,
+          scaleSetName: registeredName,
+        });
+      }
+      return found?.id ?? 0;
+    } catch (err) {
+      const failure = classifyScaleSetFailure(err, ars.spec.proxy);
+      log.warn('Cannot look up the scale set of a deleted set without its ID; deleting the set without it', {
+        reason: failure.reason,
+        scaleSetName: registeredName,
+        err: failure.message,
+      });
+      this.ctx.deps.events?.record(
+        ars,
+        'Warning',
+        failure.reason,
+        `Runner scale set ${registeredName} could not be looked up to delete it (the set has no runner-scale-set-id annotation): ${failure.message}`,
+      );
+      return 0;
+    }
+  }
+
+  private async exists(
+    kind: typeof AutoscalingListenerKind,
+    namespace: string,
+    name: string,
+  ): Promise<boolean> {
+    try {
+      await this.ctx.deps.client.get(kind, namespace, name);
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,148 @@
+import { isDeepStrictEqual } from 'node:util';
+import {
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  AutoscalingRunnerSetPhase,
+  AutoscalingRunnerSetStatus,
+  EphemeralRunnerSet,
+  ScaleSetCondition,
+  ScaleSetConditionTypes,
+  ScaleSetReasons,
+} from '@aro/api';
+import { Result, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import {
+  describeError,
+  exponentialBackoffMs,
+  findCondition,
+  setCondition,
+} from '../ephemeral-runner-set/scale-set-common';
+import { classifyScaleSetFailure } from './failure-reasons';
+import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+
+/** The set's status: conditions, phase and the counts mirrored from its EphemeralRunnerSet. */
+export class ScaleSetStatusWriter {
+  constructor(private readonly ctx: ScaleSetContext) {}
+
+  /** Condition + Warning Event with the cause, and a growing wait before the next attempt. */
+  async recordFailure(ars: AutoscalingRunnerSet, key: string, err: unknown, log: Logger): Promise<Result> {
+    const failure = classifyScaleSetFailure(err, ars.spec.proxy);
+    const attempts = (this.ctx.failures.get(key) ?? 0) + 1;
+    this.ctx.failures.set(key, attempts);
+    const waitMs = exponentialBackoffMs(
+      attempts,
+      this.ctx.opts.errorBackoffBaseMs,
+      this.ctx.opts.errorBackoffMaxMs,
+    );
+    log.warn('Cannot reach the runner scale set on the Actions service', {
+      reason: failure.reason,
+      attempts,
+      retryInMs: waitMs,
+      err: failure.message,
+    });
+    const previous = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
+    if (previous?.reason !== failure.reason || previous.message !== failure.message || attempts === 1) {
+      this.ctx.deps.events?.record(ars, 'Warning', failure.reason, failure.message);
+    }
+    await this.patchStatus(ars, {
+      conditions: setCondition(
+        ars.status?.conditions,
+        {
+          type: ScaleSetConditionTypes.scaleSetReady,
+          status: 'False',
+          reason: failure.reason,
+          message: failure.message,
+        },
+        new Date(this.ctx.now()),
+      ),
+    });
+    return requeueAfter(waitMs);
+  }
+
+  /** `ScaleSetReady=True` once the scale set is reachable again (or for the first time). */
+  async markReady(ars: AutoscalingRunnerSet, key: string, scaleSetId: number): Promise<void> {
+    const hadFailures = this.ctx.failures.delete(key);
+    const ready = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
+    if (hadFailures || ready?.status !== 'True') {
+      await this.patchStatus(ars, {
+        conditions: setCondition(
+          ars.status?.conditions,
+          {
+            type: ScaleSetConditionTypes.scaleSetReady,
+            status: 'True',
+            reason: 'ScaleSetReady',
+            message: `Runner scale set ${scaleSetId} is registered on the Actions service`,
+          },
+          new Date(this.ctx.now()),
+        ),
+      });
+    }
+  }
+
+  async updateStatus(
+    ars: AutoscalingRunnerSet,
+    runnerSet: EphemeralRunnerSet,
+    phase: AutoscalingRunnerSetPhase,
+  ): Promise<void> {
+    let conditions = ars.status?.conditions;
+    const outdated = phase === AutoscalingRunnerSetPhase.Outdated;
+    const version = findCondition(conditions, ScaleSetConditionTypes.runnerVersionCurrent);
+    if (outdated || version) {
+      const source = findCondition(runnerSet.status?.conditions, ScaleSetConditionTypes.runnerVersionCurrent);
+      const next: Omit<ScaleSetCondition, 'lastTransitionTime'> = outdated
+        ? {
+            type: ScaleSetConditionTypes.runnerVersionCurrent,
+            status: 'False',
+            reason: ScaleSetReasons.outdated,
+            message:
+              source?.message ?? 'A runner reported a deprecated runner version; update the runner image',
+          }
+        : {
+            type: ScaleSetConditionTypes.runnerVersionCurrent,
+            status: 'True',
+            reason: 'RunnerVersionCurrent',
+            message: 'Runners are current',
+          };
+      if (version?.status !== next.status)
+        conditions = setCondition(conditions, next, new Date(this.ctx.now()));
+      if (outdated && version?.status !== 'False') {
+        this.ctx.deps.events?.record(
+          ars,
+          'Warning',
+          ScaleSetReasons.outdated,
+          'Runners report a deprecated runner version: the listener is stopped until the runner template changes',
+        );
+      }
+    }
+    await this.patchStatus(ars, {
+      phase,
+      currentRunners: runnerSet.status?.currentReplicas ?? 0,
+      pendingEphemeralRunners: runnerSet.status?.pendingEphemeralRunners ?? 0,
+      runningEphemeralRunners: runnerSet.status?.runningEphemeralRunners ?? 0,
+      failedEphemeralRunners: runnerSet.status?.failedEphemeralRunners ?? 0,
+      ...(conditions ? { conditions } : {}),
+    });
+  }
+
+  /** Patches the status fields given, only when one of them differs. */
+  async patchStatus(ars: AutoscalingRunnerSet, change: AutoscalingRunnerSetStatus): Promise<void> {
+    const current = (ars.status ?? {}) as Record<string, unknown>;
+    const differs = Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v));
+    if (!differs) return;
+    try {
+      const updated = await this.ctx.deps.client.mergePatchStatus<AutoscalingRunnerSet>(
+        AutoscalingRunnerSetKind,
+        ars.metadata?.namespace ?? '',
+        ars.metadata?.name ?? '',
+        { status: change },
+      );
+      ars.status = updated.status;
+    } catch (err) {
+      if (!isNotFound(err))
+        throw new Error(
+          `AutoscalingRunnerSet ${ars.metadata?.namespace}/${ars.metadata?.name}: status patch failed: ${describeError(err)}`,
+          { cause: err },
+        );
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
+import { SecretKind, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { configHolderOfRunnerSet } from '@aro/secrets';
+import { isDeepStrictEqual } from 'node:util';
+import { buildRunnerProxySecret, proxySecretData } from './runner-set-resources';
+import { type RunnerSetContext, deleteIgnoringNotFound } from './runner-set-context';
+
+export class RunnerProxySecret {
+  constructor(private readonly ctx: RunnerSetContext) {}
+
+  /**
+   * The Secret the runner pods read their proxy variables from, kept equal to the set's proxy with
+   * credentials resolved; deleted when the set no longer has a proxy.
+   */
+  async reconcile(set: EphemeralRunnerSet, signal: AbortSignal, log: Logger): Promise<void> {
+    const namespace = set.metadata?.namespace ?? '';
+    const name = runnerProxySecretName(set.metadata?.name ?? '', namespace);
+    const proxy = set.spec.ephemeralRunnerSpec?.proxy;
+    let existing: V1Secret | undefined;
+    try {
+      existing = await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (!proxy) {
+      if (existing) await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, name);
+      return;
+    }
+    const settings = await this.ctx.deps.resolver.getProxySettings(configHolderOfRunnerSet(set), signal);
+    const data = proxySecretData(settings);
+    const desired = buildRunnerProxySecret(set, data);
+    if (!existing) {
+      await this.ctx.deps.client.create(SecretKind, desired);
+      log.info('Created the runner proxy secret', { secret: name });
+      return;
+    }
+    const current = Object.fromEntries(
+      Object.entries(existing.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+    if (!isDeepStrictEqual(current, data)) {
+      await this.ctx.deps.client.replace(SecretKind, {
+        ...desired,
+        metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion },
+      });
+      log.info('Updated the runner proxy secret', { secret: name });
+    }
+  }
+}

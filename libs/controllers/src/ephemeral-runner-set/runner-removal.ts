@@ -1,0 +1,145 @@
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, hasJob } from '@aro/api';
+import { isJobStillRunning, isRunnerNotFound, isNotFound as isActionsNotFound } from '@aro/actions';
+import { isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { configHolderOfRunnerSet } from '@aro/secrets';
+import { RunnersByState, idleRunnerCandidates } from './runner-states';
+import { describeError } from './scale-set-common';
+import type { RunnerSetContext } from './runner-set-context';
+
+/**
+ * How runners leave a set: a registration is removed before its runner is deleted, so a runner the
+ * service could still give a job to is never deleted, and one the service says is busy stays.
+ */
+export class RunnerRemoval {
+  constructor(private readonly ctx: RunnerSetContext) {}
+
+  /** Finished runners are removed at once: they hold nothing, and upstream's wait for the next patch only delays their cleanup. */
+  async deleteFinished(
+    set: EphemeralRunnerSet,
+    key: string,
+    states: RunnersByState,
+    log: Logger,
+  ): Promise<void> {
+    for (const runner of states.succeeded) await this.deleteRunner(set, key, runner, log, 'finished');
+  }
+
+  /**
+   * Removes up to `count` idle runners, registration first: once the service has dropped a runner it
+   * can no longer be given a job, so the delete that follows cannot kill one. A runner the service
+   * says is executing a job stays (the listener's job-started patch may simply not have arrived).
+   */
+  async deleteIdleRunners(
+    set: EphemeralRunnerSet,
+    key: string,
+    states: RunnersByState,
+    count: number,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<void> {
+    let deleted = 0;
+    const failures: string[] = [];
+    for (const runner of idleRunnerCandidates(states)) {
+      if (deleted >= count) break;
+      const released = await this.releaseRegistration(set, runner, signal, log);
+      if (released === 'busy') continue;
+      if (released === 'error') {
+        failures.push(runner.metadata?.name ?? '');
+        continue;
+      }
+      await this.deleteRunner(set, key, runner, log, 'scale-down');
+      deleted++;
+    }
+    log.info('Scaled down idle runners', { wanted: count, deleted });
+    if (failures.length > 0) {
+      throw new Error(
+        `EphemeralRunnerSet ${key}: could not remove the registrations of runners ${failures.join(', ')}`,
+      );
+    }
+  }
+
+  /**
+   * Every runner without a job goes (deletion, spec change, outdated): done ones at once, idle ones
+   * after their registration. Unregistered runners are deleted directly: their own finalizer removes
+   * whatever registration they get. Runners with a job are left to finish it.
+   */
+  async releaseAndDeleteAll(
+    set: EphemeralRunnerSet,
+    key: string,
+    states: RunnersByState,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<{ withJob: number; releasedIdle: number }> {
+    let remaining = 0;
+    let releasedIdle = 0;
+    for (const runner of [...states.succeeded, ...states.failed, ...states.outdated]) {
+      await this.deleteRunner(set, key, runner, log, 'done');
+    }
+    for (const runner of [...states.pending, ...states.running]) {
+      if (hasJob(runner)) {
+        remaining++;
+        continue;
+      }
+      if ((runner.status?.runnerId ?? 0) !== 0) {
+        const released = await this.releaseRegistration(set, runner, signal, log);
+        if (released !== 'released') {
+          remaining++;
+          continue;
+        }
+      }
+      await this.deleteRunner(set, key, runner, log, 'cleanup');
+      releasedIdle++;
+    }
+    return { withJob: remaining, releasedIdle };
+  }
+
+  private async releaseRegistration(
+    set: EphemeralRunnerSet,
+    runner: EphemeralRunner,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<'released' | 'busy' | 'error'> {
+    const runnerId = runner.status?.runnerId ?? 0;
+    try {
+      const client = await this.ctx.deps.resolver.getActionsClient(configHolderOfRunnerSet(set), signal);
+      await client.removeRunner(runnerId, {
+        signal: AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]),
+      });
+      return 'released';
+    } catch (err) {
+      if (isJobStillRunning(err)) {
+        log.info('Keeping a runner the service says is executing a job', {
+          runner: runner.metadata?.name,
+          runnerId,
+        });
+        return 'busy';
+      }
+      if (isRunnerNotFound(err) || isActionsNotFound(err)) return 'released';
+      log.warn('Could not remove a runner registration', {
+        runner: runner.metadata?.name,
+        runnerId,
+        err: describeError(err),
+      });
+      return 'error';
+    }
+  }
+
+  async deleteRunner(
+    set: EphemeralRunnerSet,
+    key: string,
+    runner: EphemeralRunner,
+    log: Logger,
+    why: string,
+  ): Promise<void> {
+    const name = runner.metadata?.name ?? '';
+    try {
+      await this.ctx.deps.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
+        preconditions: { uid: runner.metadata?.uid },
+      });
+      this.ctx.expectations.deleted(key, name);
+      log.debug('Deleted a runner', { runner: name, why, phase: runner.status?.phase });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+}

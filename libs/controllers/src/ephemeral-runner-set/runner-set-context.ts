@@ -1,0 +1,104 @@
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
+import { KubeClient, Reader, Result, SecretKind, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
+import type { EventRecorder } from '../events/event-recorder';
+import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
+import { RunnerSetExpectations } from './runner-set-expectations';
+import { isControlledBy } from './scale-set-common';
+
+/*
+ * What the parts of the EphemeralRunnerSet reconciler share: its dependencies, its settings with
+ * their defaults, the cache-lag expectations and the Failed-runner backoff of each set. Each part
+ * (scaling, removal of runners, the spec rollout and the Outdated rest, the proxy secret, status,
+ * deletion) is a class of its own file that gets this context.
+ */
+
+export interface EphemeralRunnerSetReconcilerOptions {
+  /** Label keys with these prefixes are not copied from the set onto its runners. */
+  excludeLabelPropagationPrefixes?: readonly string[];
+  /** First wait before a Failed runner is replaced; doubles per failure in a row. */
+  failedRunnerBackoffBaseMs?: number;
+  failedRunnerBackoffMaxMs?: number;
+  /** How often a set being deleted looks again while runners with a job finish. */
+  deletionPollMs?: number;
+  /** Deadline of one Actions service call. */
+  actionsCallTimeoutMs?: number;
+  /** Whether to publish the gha_controller_*_ephemeral_runners gauges (upstream: metrics address not "0"). */
+  publishMetrics?: boolean;
+}
+
+export interface EphemeralRunnerSetReconcilerDeps {
+  client: KubeClient;
+  cache: Reader;
+  resolver: SecretResolver;
+  metrics?: EphemeralRunnerSetMetrics;
+  events?: EventRecorder;
+  logger: Logger;
+  now?: () => number;
+}
+
+export const done: Result = {};
+export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+
+/** Replacement of Failed runners: how many are owed, and when the next may be made. */
+export interface FailureBackoff {
+  failuresInARow: number;
+  notBefore: number;
+  owed: number;
+}
+
+export interface RunnerSetContext {
+  deps: EphemeralRunnerSetReconcilerDeps;
+  opts: Required<EphemeralRunnerSetReconcilerOptions>;
+  now: () => number;
+  /** Creations and deletions of the last pass the cache does not show yet. */
+  expectations: RunnerSetExpectations;
+  /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
+  failureBackoff: Map<string, FailureBackoff>;
+}
+
+export function runnerSetContext(
+  deps: EphemeralRunnerSetReconcilerDeps,
+  options: EphemeralRunnerSetReconcilerOptions,
+): RunnerSetContext {
+  const now = deps.now ?? Date.now;
+  return {
+    deps,
+    now,
+    expectations: new RunnerSetExpectations(30_000, now),
+    failureBackoff: new Map(),
+    opts: {
+      excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
+      failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,
+      failedRunnerBackoffMaxMs: options.failedRunnerBackoffMaxMs ?? 5 * 60_000,
+      deletionPollMs: options.deletionPollMs ?? 5_000,
+      actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
+      publishMetrics: options.publishMetrics ?? true,
+    },
+  };
+}
+
+/** Runners this set controls, from the cache. */
+export async function ownedRunners(
+  ctx: RunnerSetContext,
+  set: EphemeralRunnerSet,
+): Promise<EphemeralRunner[]> {
+  const all = await ctx.deps.cache.list<EphemeralRunner>(EphemeralRunnerKind, {
+    namespace: set.metadata?.namespace,
+  });
+  return all.filter((r) => isControlledBy(r, set));
+}
+
+export async function deleteIgnoringNotFound(
+  client: KubeClient,
+  kind: typeof SecretKind,
+  namespace: string,
+  name: string,
+): Promise<void> {
+  try {
+    await client.delete(kind, namespace, name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}

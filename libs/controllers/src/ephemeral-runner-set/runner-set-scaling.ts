@@ -1,0 +1,117 @@
+import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, ScaleSetReasons } from '@aro/api';
+import { Result } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { buildEphemeralRunner } from './runner-set-resources';
+import { RunnersByState } from './runner-states';
+import { exponentialBackoffMs } from './scale-set-common';
+import { type RunnerSetContext, done, requeueAfter } from './runner-set-context';
+import type { RunnerRemoval } from './runner-removal';
+
+/** Scaling by the listener's patch protocol (the reconciler's doc says how). */
+export class RunnerSetScaling {
+  constructor(
+    private readonly ctx: RunnerSetContext,
+    private readonly removal: RunnerRemoval,
+  ) {}
+
+  /**
+   * One pass of scaling by the listener's patch: finished runners removed, Failed ones replaced with
+   * backoff, what a new patch asks for created, surplus idle runners trimmed on patch 0.
+   */
+  async scale(
+    set: EphemeralRunnerSet,
+    key: string,
+    states: RunnersByState,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    let result: Result = done;
+    await this.removal.deleteFinished(set, key, states, log);
+    if (states.failed.length > 0) result = await this.replaceFailed(set, key, states, log);
+    const backoffEntry = this.ctx.failureBackoff.get(key);
+    if (backoffEntry && states.running.some((r) => r.status?.ready)) {
+      // A runner came up: the template works, so failures no longer slow replacements down.
+      backoffEntry.failuresInARow = 0;
+      backoffEntry.notBefore = 0;
+    }
+
+    const total = states.pending.length + states.running.length;
+    const replicas = Math.max(0, set.spec.replicas ?? 0);
+    const patchId = set.spec.patchID ?? 0;
+    const newPatch = patchId === 0 || patchId !== states.latestPatchId;
+    const backoff = this.ctx.failureBackoff.get(key);
+    let toCreate = 0;
+    if (newPatch) {
+      toCreate = replicas - total;
+      if (backoff) backoff.owed = 0;
+    } else if (backoff && backoff.owed > 0) {
+      toCreate = Math.min(backoff.owed, replicas - total);
+    }
+    if (toCreate > 0 && backoff && this.ctx.now() < backoff.notBefore) {
+      log.info('Holding back new runners after Failed ones', {
+        failuresInARow: backoff.failuresInARow,
+        waitMs: backoff.notBefore - this.ctx.now(),
+      });
+      result = requeueAfter(backoff.notBefore - this.ctx.now());
+      toCreate = 0;
+    }
+    if (toCreate > 0) {
+      await this.createRunners(set, key, toCreate, log);
+      if (backoff) backoff.owed = Math.max(0, backoff.owed - toCreate);
+    } else if (newPatch && patchId === 0 && total > replicas) {
+      await this.removal.deleteIdleRunners(set, key, states, total - replicas, signal, log);
+    }
+
+    return result;
+  }
+
+  /**
+   * A Failed runner will not start (its pod was refused, or it was marked Failed for another reason
+   * the ER controller gives up on). It is deleted, not counted, and replaced, so it never holds a slot
+   * of `replicas` (upstream #3014, #4258); the replacement waits out an exponential backoff so that a
+   * template that is simply invalid does not turn into a create/fail loop.
+   */
+  private async replaceFailed(
+    set: EphemeralRunnerSet,
+    key: string,
+    states: RunnersByState,
+    log: Logger,
+  ): Promise<Result> {
+    const backoff = this.ctx.failureBackoff.get(key) ?? { failuresInARow: 0, notBefore: 0, owed: 0 };
+    for (const runner of states.failed) {
+      await this.removal.deleteRunner(set, key, runner, log, 'failed');
+      backoff.failuresInARow += 1;
+      backoff.owed += 1;
+      this.ctx.deps.events?.record(
+        set,
+        'Warning',
+        ScaleSetReasons.runnerFailed,
+        `Runner ${runner.metadata?.name} failed (${runner.status?.reason ?? 'no reason'}: ${runner.status?.message ?? ''}); it is deleted and replaced`,
+      );
+    }
+    const waitMs = exponentialBackoffMs(
+      backoff.failuresInARow,
+      this.ctx.opts.failedRunnerBackoffBaseMs,
+      this.ctx.opts.failedRunnerBackoffMaxMs,
+    );
+    backoff.notBefore = this.ctx.now() + waitMs;
+    this.ctx.failureBackoff.set(key, backoff);
+    return requeueAfter(waitMs);
+  }
+
+  private async createRunners(
+    set: EphemeralRunnerSet,
+    key: string,
+    count: number,
+    log: Logger,
+  ): Promise<void> {
+    log.info('Creating runners', { count, replicas: set.spec.replicas ?? 0, patchID: set.spec.patchID ?? 0 });
+    for (let i = 0; i < count; i++) {
+      const created = await this.ctx.deps.client.create<EphemeralRunner>(
+        EphemeralRunnerKind,
+        buildEphemeralRunner(set, this.ctx.opts.excludeLabelPropagationPrefixes),
+      );
+      this.ctx.expectations.created(key, created.metadata?.name ?? '');
+    }
+  }
+}
