@@ -137,6 +137,25 @@ function copy(from: string, to: string, toIsFolder: boolean): void {
 }
 
 /**
+ * What the build host gives a build to reach the registry, as `docker build` would through its
+ * proxy settings and build secrets: proxies, extra CA certificates, the user's npm configuration
+ * (registry, cafile). Nothing of the rest of the test's environment reaches a stage.
+ */
+function builderNetwork(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (
+      value !== undefined &&
+      /^(https?_proxy|no_proxy|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR)$/i.test(key)
+    )
+      out[key] = value;
+  }
+  const npmrc = join(homedir(), '.npmrc');
+  if (existsSync(npmrc)) out.npm_config_userconfig = npmrc;
+  return out;
+}
+
+/**
  * Runs a stage's instructions in `root`; with `execute` false (a stage found in the cache) only
  * follows them to know the stage's WORKDIR, ENV, USER and CMD.
  */
@@ -199,6 +218,7 @@ async function runStage(
         await run('/bin/sh', ['-c', i.args], {
           cwd: hostPath(state.workdir),
           env: {
+            ...builderNetwork(),
             ...state.env,
             PATH: [nodeBin, '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
             HOME: hostPath('/root'),

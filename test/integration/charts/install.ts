@@ -160,6 +160,8 @@ export async function installCharts(
           }
         }
       }
+      // Its keep-alive connections would hold jest open on the shared control plane.
+      kube.close();
     },
   };
 }
