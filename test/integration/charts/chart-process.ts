@@ -15,6 +15,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1Container, V1Deployment, V1EnvVar, V1Volume } from '@kubernetes/client-node';
 import { freePort, processExists } from '../../harness';
+import { keyValues, readDockerfile } from './dockerfile';
 import { REPO_ROOT } from './helm-chart';
 import type { ReproducedImage } from './image-build';
 
@@ -74,12 +75,19 @@ export async function ensureImageAppsBuilt(log: (line: string) => void): Promise
 }
 
 /**
- * The environment the image gives every process (Dockerfile ENV, image/bin/ on PATH), translated to
- * this checkout: ARO_HOME is where `npm run build` left dist/, and the pinned Node is on PATH.
+ * The environment the image gives every process, translated to this checkout: the final stage's ENV
+ * as the Dockerfile says (NODE_ENV, ARO_HOME, ...), with ARO_HOME the checkout where `npm run build`
+ * left dist/, and image/bin/ first on PATH with the pinned Node beside it.
  */
 export function imageEnvironment(): Record<string, string> {
+  const stages = readDockerfile().stages;
+  const env: Record<string, string> = {};
+  for (const i of stages[stages.length - 1].instructions) {
+    if (i.keyword === 'ENV') Object.assign(env, keyValues(i.args));
+  }
+  if (env.ARO_HOME === undefined) throw new Error('the Dockerfile no longer sets ARO_HOME in the image');
   return {
-    NODE_ENV: 'production',
+    ...env,
     ARO_HOME: REPO_ROOT,
     PATH: [join(REPO_ROOT, 'image', 'bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter),
   };

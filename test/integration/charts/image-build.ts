@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { Hash, createHash } from 'node:crypto';
 import {
   cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -237,6 +238,18 @@ async function runStage(
   return state;
 }
 
+/** Names and contents of a file, or of every file under a folder. */
+function hashPath(hash: Hash, path: string, name: string): void {
+  if (!existsSync(path)) {
+    hash.update(`${name}:absent`);
+  } else if (statSync(path).isDirectory()) {
+    for (const entry of readdirSync(path).sort()) hashPath(hash, join(path, entry), `${name}/${entry}`);
+  } else {
+    hash.update(name);
+    hash.update(readFileSync(path));
+  }
+}
+
 /** What a stage's result depends on: its text, its base, and the content of what it copies. */
 function stageKey(stage: DockerStage, earlierKeys: Map<string, string>): string {
   const hash = createHash('sha256').update(JSON.stringify({ base: stage.base, i: stage.instructions }));
@@ -247,13 +260,19 @@ function stageKey(stage: DockerStage, earlierKeys: Map<string, string>): string 
       hash.update(earlierKeys.get(from) ?? from);
       continue;
     }
-    for (const source of sources) {
-      const path = join(REPO_ROOT, source);
-      if (existsSync(path) && statSync(path).isFile()) hash.update(readFileSync(path));
-      else hash.update(`${source}:${existsSync(path) ? 'folder' : 'absent'}`);
-    }
+    for (const source of sources) hashPath(hash, join(REPO_ROOT, source), source);
   }
   return hash.digest('hex').slice(0, 16);
+}
+
+/** Keeps the newest few results of a stage (other worktrees may be on another lockfile), ~120 MB each. */
+function pruneStageCache(stageName: string, keep = 3): void {
+  const done = readdirSync(STAGE_CACHE)
+    .filter((entry) => entry.startsWith(`${stageName}-`) && existsSync(join(STAGE_CACHE, entry, '.complete')))
+    .map((entry) => ({ entry, at: statSync(join(STAGE_CACHE, entry, '.complete')).mtimeMs }))
+    .sort((a, b) => b.at - a.at);
+  for (const { entry } of done.slice(keep))
+    rmSync(join(STAGE_CACHE, entry), { recursive: true, force: true });
 }
 
 /**
@@ -287,12 +306,19 @@ export async function reproduceImage(log: (line: string) => void): Promise<Repro
       } catch {
         rmSync(scratch, { recursive: true, force: true });
       }
+      pruneStageCache(stage.name);
     }
     states.set(stage.name, await runStage(stage, root, states, log, false));
   }
 
   const root = mkdtempSync(join(STAGE_CACHE, '.image-'));
-  const image = await runStage(last, root, states, log);
+  let image: StageState;
+  try {
+    image = await runStage(last, root, states, log);
+  } catch (err) {
+    rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
   return {
     root,
     hostPath: image.hostPath,
