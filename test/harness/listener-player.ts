@@ -24,7 +24,8 @@ export interface ListenerPlayerOptions {
   kubeconfigFor?: (pod: V1Pod) => string | Promise<string>;
   /**
    * How a pod's listener process is started; default apps/listener/src/main.ts from source. A test of
-   * the image runs the pod's command through the image's entrypoints instead. `env` is added last.
+   * the image runs the pod's command through the image's entrypoints instead; its `env` goes over
+   * the pod's and the `env` option above.
    */
   processFor?: (pod: V1Pod) => { command: string; args: string[]; env?: Record<string, string> };
 }
