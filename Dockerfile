@@ -33,6 +33,8 @@ WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
+# @aro/* as packages, each the controller's own compiled lib, for extension modules to require by name.
+COPY image/packages/ ./node_modules/
 COPY image/bin/aro-controller image/bin/aro-listener /usr/local/bin/
 # The base image's unprivileged `node` user, by number so that `runAsNonRoot` can verify it.
 USER 1000:1000

@@ -17,6 +17,17 @@ export interface ListenerPlayerOptions {
   intervalMs?: number;
   /** Extra environment for every listener process. */
   env?: Record<string, string>;
+  /**
+   * The kubeconfig file a pod's listener process uses; default the test control plane's admin one.
+   * A test proving the listener's RBAC gives one holding the identity of the pod's ServiceAccount.
+   */
+  kubeconfigFor?: (pod: V1Pod) => string | Promise<string>;
+  /**
+   * How a pod's listener process is started; default apps/listener/src/main.ts from source. A test of
+   * the image runs the pod's command through the image's entrypoints instead; its `env` goes over
+   * the pod's and the `env` option above.
+   */
+  processFor?: (pod: V1Pod) => { command: string; args: string[]; env?: Record<string, string> };
 }
 
 export interface PlayedListener {
@@ -127,21 +138,29 @@ export class ListenerPlayer {
     if (!encoded) return;
     const config = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Record<string, unknown>;
     config.metrics_addr = '127.0.0.1:0';
+    const kubeconfigPath = this.o.kubeconfigFor
+      ? await this.o.kubeconfigFor(pod)
+      : controlPlaneInfo().kubeconfigPath;
     const dir = mkdtempSync(join(tmpdir(), `aro-listener-${name}-`));
     const configPath = join(dir, 'config.json');
     writeFileSync(configPath, JSON.stringify(config));
     const env: Record<string, string> = {};
     for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    const started = this.o.processFor?.(pod) ?? {
+      command: process.execPath,
+      args: ['-r', '@swc-node/register', 'apps/listener/src/main.ts'],
+    };
     const logPath = join(dir, 'listener.log');
     const log = createWriteStream(logPath);
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/listener/src/main.ts'], {
+    const child = spawn(started.command, started.args, {
       cwd: repoRoot,
       env: {
         ...process.env,
         ...env,
         ...this.o.env,
+        ...started.env,
         LISTENER_CONFIG_PATH: configPath,
-        KUBECONFIG: controlPlaneInfo().kubeconfigPath,
+        KUBECONFIG: kubeconfigPath,
         POD_NAME: name,
         POD_NAMESPACE: namespace,
       },

@@ -15,7 +15,9 @@ import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1Container, V1Deployment, V1EnvVar, V1Volume } from '@kubernetes/client-node';
 import { freePort, processExists } from '../../harness';
+import { keyValues, readDockerfile } from './dockerfile';
 import { REPO_ROOT } from './helm-chart';
+import type { ReproducedImage } from './image-build';
 
 /*
  * Runs a container of a rendered Deployment as a local process, the way the ARO image would run it.
@@ -72,10 +74,82 @@ export async function ensureImageAppsBuilt(log: (line: string) => void): Promise
   });
 }
 
+/**
+ * The environment the image gives every process, translated to this checkout: the final stage's ENV
+ * as the Dockerfile says (NODE_ENV, ARO_HOME, ...), with ARO_HOME the checkout where `npm run build`
+ * left dist/, and image/bin/ first on PATH with the pinned Node beside it.
+ */
+export function imageEnvironment(): Record<string, string> {
+  const stages = readDockerfile().stages;
+  const env: Record<string, string> = {};
+  for (const i of stages[stages.length - 1].instructions) {
+    if (i.keyword === 'ENV') Object.assign(env, keyValues(i.args));
+  }
+  if (env.ARO_HOME === undefined) throw new Error('the Dockerfile no longer sets ARO_HOME in the image');
+  return {
+    ...env,
+    ARO_HOME: REPO_ROOT,
+    PATH: [join(REPO_ROOT, 'image', 'bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter),
+  };
+}
+
+/**
+ * The environment of a reproduced image: its ENV with each absolute path moved under its root, and
+ * PATH as the node base image has it (/usr/local/bin first, where the Dockerfile puts the entrypoints;
+ * the pinned Node stands in for the base image's own).
+ */
+export function reproducedImageEnvironment(image: ReproducedImage): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(image.env)) {
+    env[key] = value.startsWith('/') ? image.hostPath(value) : value;
+  }
+  env.PATH = [image.hostPath('/usr/local/bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(
+    delimiter,
+  );
+  return env;
+}
+
+/**
+ * How the image runs a container whose command is `command` (one of image/bin/'s entrypoints): for a
+ * pod the test plays, such as a listener pod, so that its command goes through the image's wrapper.
+ */
+export function imageProcess(command: readonly string[]): {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+} {
+  if (command.length === 0)
+    throw new Error('the pod names no command; the image has no default the test knows');
+  return { command: command[0], args: command.slice(1), env: imageEnvironment() };
+}
+
 export interface PodIdentity {
   name: string;
   namespace: string;
   serviceAccountName: string;
+}
+
+export interface ContainerOptions {
+  /**
+   * The image reproduced from the Dockerfile (image-build.ts) instead of the checkout: its ENV, its
+   * WORKDIR as the working folder, its /usr/local/bin on PATH, its paths under its root.
+   */
+  image?: ReproducedImage;
+  /**
+   * Folders standing in for volumes, by mount path (what an init container filled, a ConfigMap). An
+   * env value naming a path under a mount (`NODE_PATH`, `ARO_EXTENSIONS`) names the folder instead.
+   */
+  mounts?: Record<string, string>;
+}
+
+/** `value` with each path under a mount (a whole `:`- or `,`-separated item's start) moved to its folder. */
+function translateMountPaths(value: string, mounts: Record<string, string>): string {
+  let out = value;
+  for (const [mountPath, folder] of Object.entries(mounts)) {
+    const escaped = mountPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(`(^|[:,])${escaped}(?=/|$|[:,])`, 'g'), (_m, lead: string) => lead + folder);
+  }
+  return out;
 }
 
 export interface ContainerProcess {
@@ -123,6 +197,7 @@ export async function startContainer(
   containerName: string,
   pod: PodIdentity,
   kubeconfigPath: string,
+  options: ContainerOptions = {},
 ): Promise<ContainerProcess> {
   const podSpec = deployment.spec?.template.spec;
   const container: V1Container | undefined = podSpec?.containers.find((c) => c.name === containerName);
@@ -134,16 +209,20 @@ export async function startContainer(
   const workdir = mkdtempSync(join(tmpdir(), `aro-chart-${pod.name}-`));
   const volumes = new Map<string, V1Volume>((podSpec.volumes ?? []).map((v) => [v.name, v]));
   let tmpDir: string | undefined;
+  const mounts = options.mounts ?? {};
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (mount.mountPath === '/tmp' && volume?.emptyDir) {
       tmpDir = join(workdir, 'tmp');
       continue;
     }
+    if (mounts[mount.mountPath] !== undefined) continue;
     throw new Error(`the test cannot stand in for mount ${mount.name} at ${mount.mountPath}`);
   }
 
-  const env = resolveEnv(container.env ?? [], pod);
+  const env = Object.fromEntries(
+    Object.entries(resolveEnv(container.env ?? [], pod)).map(([k, v]) => [k, translateMountPaths(v, mounts)]),
+  );
   const metricsPort = (container.ports ?? []).find((p) => p.name === 'metrics');
   if (!metricsPort) throw new Error(`container ${containerName} has no port named metrics`);
   if (env.PROBE_PORT !== String(metricsPort.containerPort)) {
@@ -156,9 +235,7 @@ export async function startContainer(
     ...env,
     PROBE_PORT: String(hostPort),
     // The image's environment (Dockerfile ENV) and the stand-ins described above.
-    NODE_ENV: 'production',
-    ARO_HOME: REPO_ROOT,
-    PATH: [join(REPO_ROOT, 'image', 'bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(delimiter),
+    ...(options.image ? reproducedImageEnvironment(options.image) : imageEnvironment()),
     HOME: workdir,
     KUBECONFIG: kubeconfigPath,
     ...(tmpDir ? { TMPDIR: tmpDir } : {}),
@@ -168,7 +245,12 @@ export async function startContainer(
   const logPath = join(workdir, 'output.log');
   const log = createWriteStream(logPath);
   let output = '';
-  const child = spawn(command[0], command.slice(1), { env: processEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command[0], command.slice(1), {
+    env: processEnv,
+    // The container's working folder: the image's WORKDIR (/app), which the checkout stands in for.
+    cwd: options.image ? options.image.hostPath(container.workingDir ?? options.image.workdir) : REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   for (const stream of [child.stdout, child.stderr]) {
     stream?.on('data', (chunk: Buffer) => {
       output += chunk.toString();

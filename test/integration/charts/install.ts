@@ -160,6 +160,26 @@ export async function installCharts(
           }
         }
       }
+      // Its keep-alive connections would hold jest open on the shared control plane.
+      kube.close();
     },
   };
+}
+
+/**
+ * A kubeconfig file holding a token of ServiceAccount `namespace/name` (TokenRequest), as the kubelet
+ * would mount into a pod running as it: the apiserver sees that account's user name and groups, so its
+ * RoleBindings, and nothing else, apply. (A client certificate cannot stand in: the user name
+ * `system:serviceaccount:<namespace>:<name>` of a controller-made account is often longer than the 64
+ * characters a certificate's CN holds.)
+ */
+export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<string> {
+  const core = testKubeConfig().makeApiClient(CoreV1Api);
+  const tokenRequest = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const info = controlPlaneInfo();
+  return writeTokenKubeconfig(info.server, info.servingCaCertPath, tokenRequest.status?.token ?? '');
 }

@@ -1,19 +1,38 @@
-import type { CoreV1Event, V1Lease, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  KubeConfig,
+  type CoreV1Event,
+  type V1Lease,
+  type V1Pod,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import {
+  AUTOSCALING_LISTENER_CONTAINER_NAME,
+  Annotations,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
 import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
-import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
+import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import {
   ControlPlane,
+  RunnerPlayer,
   runnerContainerRunning,
   runnerContainerTerminated,
   testKubeConfig,
   waitFor,
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
+import { ListenerPlayer } from '../../harness/listener-player';
 import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
-import { ContainerProcess, ensureImageAppsBuilt, startContainer } from './chart-process';
+import { ContainerProcess, ensureImageAppsBuilt, imageProcess, startContainer } from './chart-process';
 import { Manifest, findManifest, helmBinary } from './helm-chart';
-import { InstalledCharts, InstallOptions, installCharts } from './install';
+import { InstalledCharts, InstallOptions, installCharts, serviceAccountKubeconfig } from './install';
 
 /*
  * Least privilege, proved on the real apiserver: the controller runs as the chart's service account
@@ -212,6 +231,143 @@ describe('The charts installed on the apiserver', () => {
 
         expect(replica.output()).not.toMatch(FORBIDDEN);
       }),
+  );
+
+  it.each([
+    ['every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
+    [
+      'flags.watchSingleNamespace (Roles only)',
+      ({ runnerNamespace }: { runnerNamespace: string }): Record<string, unknown> => ({
+        'flags.watchSingleNamespace': runnerNamespace,
+      }),
+    ],
+  ])(
+    'runs a scale set end to end as installed, watching %s: jobs flow through a listener holding only its Role',
+    async (_mode, modeValues) => {
+      // A simulator of its own: short long polls and jobs started on assignment, as in the listener's
+      // end-to-end test, and a scale set no other test of this file touches.
+      const service = await startSimulator({
+        seed: { timing: { longPollTimeoutMs: 2_000, autoStartJobs: true, sessionIdleTimeoutMs: 10_000 } },
+      });
+      const kubeconfigDirs: string[] = [];
+      let listeners: ListenerPlayer | undefined;
+      let runners: RunnerPlayer | undefined;
+      const listenerLogs = (): string =>
+        (listeners?.history ?? [])
+          .map((l) => {
+            try {
+              return readFileSync(l.logPath, 'utf8');
+            } catch {
+              return '';
+            }
+          })
+          .join('\n');
+      try {
+        await explained(async () => {
+          const charts = (installed = await installCharts({
+            configUrl: service.configUrl({ org: 'octo' }),
+            githubToken: DEFAULT_PAT,
+            controllerValues: (namespaces) => ({ 'flags.logLevel': 'debug', ...modeValues(namespaces) }),
+            scaleSetValues: { minRunners: 0, maxRunners: 4 },
+          }));
+          const ns = charts.runnerNamespace;
+          const listenerIdentities = new Map<string, KubeConfig>();
+          // The kubelet of listener pods: each runs the pod's command through the image's entrypoint, as
+          // the pod's ServiceAccount (the user name and groups its token would carry), so the only rights
+          // it has are those of the Role the controller made for it.
+          listeners = ListenerPlayer.start({
+            namespace: charts.controllerNamespace,
+            kubeconfigFor: async (pod) => {
+              const path = await serviceAccountKubeconfig(
+                pod.metadata?.namespace ?? '',
+                pod.spec?.serviceAccountName ?? '',
+              );
+              kubeconfigDirs.push(dirname(path));
+              const kc = new KubeConfig();
+              kc.loadFromFile(path);
+              listenerIdentities.set(pod.metadata?.name ?? '', kc);
+              return path;
+            },
+            processFor: (pod) =>
+              imageProcess(
+                pod.spec?.containers.find((c) => c.name === AUTOSCALING_LISTENER_CONTAINER_NAME)?.command ??
+                  [],
+              ),
+          });
+          runners = new RunnerPlayer({
+            kubeConfig: testKubeConfig(),
+            namespace: ns,
+            service,
+            jobDurationMs: 300,
+            // An idle runner leaves only when the listener scales it down, as a real one waits for work.
+            jobWaitTimeoutMs: 600_000,
+          }).start();
+
+          const replica = await startReplica(charts, `${charts.release}-0`);
+          const scaleSetId = await whileRunning(
+            replica,
+            waitFor(
+              async () => {
+                const ars = await kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, ns, 'arc-runners');
+                const id = Number(ars.metadata?.annotations?.[Annotations.runnerScaleSetId]);
+                return Number.isInteger(id) && id > 0 ? id : undefined;
+              },
+              { description: `the scale set id on ${ns}/arc-runners`, timeoutMs: 120_000 },
+            ),
+          );
+          await waitFor(() => service.sessions().find((s) => s.scaleSetId === scaleSetId), {
+            description: `the listener of ${ns}/arc-runners to open its session`,
+            timeoutMs: 180_000,
+          });
+          // The listener's identity is not the admin's: it cannot read the runners' secrets.
+          const [listenerPod, listenerKube] = [...listenerIdentities.entries()][0];
+          const asListener = new KubeClient(listenerKube);
+          await expect(asListener.list<V1Secret>(SecretKind, { namespace: ns })).rejects.toThrow(FORBIDDEN);
+          asListener.close();
+
+          const jobs = Array.from({ length: 6 }, () => service.enqueueJob({ scaleSetId }));
+          await waitFor(() => jobs.every((j) => service.job(j.jobId)?.state === 'completed'), {
+            description: `all ${jobs.length} jobs completed`,
+            timeoutMs: 300_000,
+            intervalMs: 1_000,
+          });
+          const done = jobs.map((j) => service.job(j.jobId)!);
+          expect(done.filter((j) => j.result !== 'succeeded')).toEqual([]);
+          expect(new Set(done.map((j) => j.runnerName)).size).toBe(jobs.length);
+          expect(done.filter((j) => j.startAttempts !== 1)).toEqual([]);
+          expect(runners.errors).toEqual([]);
+
+          // Scaled back to nothing, and nothing left on the service: no job waiting, no registration.
+          await waitFor(
+            async () => {
+              const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: ns });
+              const left = await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: ns });
+              return sets[0]?.spec.replicas === 0 && left.length === 0;
+            },
+            { description: 'the runner set scaled back to 0 runners', timeoutMs: 120_000 },
+          );
+          expect(service.jobs({ scaleSetId }).filter((j) => j.state !== 'completed')).toEqual([]);
+          await waitFor(() => service.registrations({ scaleSetId }).length === 0, {
+            description: `no registration left in scale set ${scaleSetId}`,
+            timeoutMs: 60_000,
+          });
+          expect(listeners.history.map((l) => l.pod)).toContain(listenerPod);
+          expect(replica.output()).not.toMatch(FORBIDDEN);
+          expect(listenerLogs()).not.toMatch(FORBIDDEN);
+        }).catch((err: unknown) => {
+          throw new Error(
+            `${err instanceof Error ? err.message : String(err)}\n--- listener processes ---\n` +
+              listenerLogs().split('\n').slice(-40).join('\n'),
+            { cause: err },
+          );
+        });
+      } finally {
+        await listeners?.stop();
+        await runners?.stop();
+        await service.stop();
+        for (const dir of kubeconfigDirs) rmSync(dir, { recursive: true, force: true });
+      }
+    },
   );
 
   it('logs the Forbidden when one rule is taken from the rendered ClusterRole', () =>

@@ -1,0 +1,3 @@
+// Extension modules require @aro/api by name and must get the very module the controller runs (the
+// same decorators, the same injection tokens): this is that file, in the image's compiled controller.
+module.exports = require('../../../dist/apps/controller/libs/api/src/index.js');
