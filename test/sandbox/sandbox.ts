@@ -138,8 +138,12 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     // second for the progress view and plays every runner against it; over HTTP that would be a
     // process more to manage and a JSON round trip per look. The product reaches it over HTTP as ever.
     const simLog = createWriteStream(join(workDir, 'simulator.log'));
+    // A listener killed outright (--chaos) leaves its message session open; a new one may take over
+    // once the old one is idle for sessionIdleTimeoutMs. The simulator's default (120 s) would stall the
+    // run for two minutes; 15 s, with long polls of 10 s so that a live listener is never idle that
+    // long, shows the same handover in seconds.
     const simOptions = {
-      seed: { timing: { autoStartJobs: true } },
+      seed: { timing: { autoStartJobs: true, sessionIdleTimeoutMs: 15_000, longPollTimeoutMs: 10_000 } },
       logger: createLogger({ level: 'info', format: 'json', destination: simLog }),
     };
     // The simulator's usual port when it is free, so that examples/manifests (which name
