@@ -1,15 +1,8 @@
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
-import {
-  AutoscalingListener,
-  AutoscalingListenerKind,
-  EphemeralRunner,
-  EphemeralRunnerKind,
-  EphemeralRunnerSet,
-  EphemeralRunnerSetKind,
-} from '@aro/api';
-import { KubeClient, NamespaceKind, PodKind, SecretKind } from '@aro/kube';
+import type { V1Namespace } from '@kubernetes/client-node';
+import { AutoscalingListener, AutoscalingListenerKind, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import { KubeClient, NamespaceKind } from '@aro/kube';
 import { createLogger } from '@aro/observability';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
 import { ControlPlane } from '../harness/control-plane';
@@ -38,6 +31,7 @@ import { ControllerReplicas } from './controllers';
 import type { SandboxOptions } from './options';
 import { ProgressView, jobCounts, runnersByPhase, type Snapshot } from './progress';
 import { keepInstructions, type Identity, type SandboxReport } from './report';
+import { desiredReplicas, forbiddenLines, kubeWrites, podsIn, secretsIn } from './observe';
 import { percentile } from './stats';
 import { Workload } from './workload';
 
@@ -50,39 +44,6 @@ export interface SandboxIo {
   tty: boolean;
   /** Aborted by Ctrl-C: the run stops where it is, cleans up and still reports. */
   signal: AbortSignal;
-}
-
-// Writes that are not the product's: the kubelet player's pod status and binding, lease renewals (they
-// follow the clock rather than the workload), and the sandbox's own identity checks.
-const NOT_PRODUCT_WRITES =
-  /^(POST|PUT|PATCH|DELETE|APPLY) (pods\/status|pods\/binding|leases|selfsubjectreviews|selfsubjectaccessreviews)$/;
-
-function kubeWrites(delta: Map<string, number>): number {
-  let writes = 0;
-  for (const [key, n] of delta) {
-    if (/^(POST|PUT|PATCH|DELETE|DELETECOLLECTION|APPLY) /.test(key) && !NOT_PRODUCT_WRITES.test(key))
-      writes += n;
-  }
-  return writes;
-}
-
-/**
- * What the logs of `logFile` say was refused by RBAC (the chart's roles lack a right the app uses):
- * the error's message of each such line, as the app logged it.
- */
-function forbiddenLines(logFile: string): string[] {
-  if (!existsSync(logFile)) return [];
-  return readFileSync(logFile, 'utf8')
-    .split('\n')
-    .filter((line) => /forbidden/i.test(line))
-    .map((line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
-        return entry.err?.message ?? entry.msg ?? line;
-      } catch {
-        return line;
-      }
-    });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -488,28 +449,4 @@ function restoreEnv(before: { kubeconfig?: string; controlPlane?: string }): voi
   };
   put('ARO_TEST_KUBECONFIG', before.kubeconfig);
   put('ARO_TEST_CONTROL_PLANE', before.controlPlane);
-}
-
-/** Pods in the two namespaces the product works in: runner pods and listener pods. */
-async function podsIn(kube: KubeClient): Promise<V1Pod[]> {
-  const lists = await Promise.all(
-    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) => kube.list<V1Pod>(PodKind, { namespace })),
-  );
-  return lists.flat();
-}
-
-/** Secrets in the same two: JIT configs, listener configs and the chart's GitHub secret. */
-async function secretsIn(kube: KubeClient): Promise<V1Secret[]> {
-  const lists = await Promise.all(
-    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) =>
-      kube.list<V1Secret>(SecretKind, { namespace }),
-    ),
-  );
-  return lists.flat();
-}
-
-/** The desired count: the EphemeralRunnerSet's replicas, as the listener asked. */
-async function desiredReplicas(kube: KubeClient): Promise<number> {
-  const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: RUNNER_NAMESPACE });
-  return sets.reduce((sum, s) => sum + (s.spec?.replicas ?? 0), 0);
 }
