@@ -39,9 +39,11 @@ export function forbiddenLines(logFile: string): string[] {
 }
 
 /** Pods in the two namespaces the product works in: runner pods and listener pods. */
-export async function podsIn(kube: KubeClient): Promise<V1Pod[]> {
+export async function podsIn(kube: KubeClient, labelSelector?: string): Promise<V1Pod[]> {
   const lists = await Promise.all(
-    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) => kube.list<V1Pod>(PodKind, { namespace })),
+    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) =>
+      kube.list<V1Pod>(PodKind, { namespace, labelSelector }),
+    ),
   );
   return lists.flat();
 }

@@ -128,7 +128,7 @@ export function keepInstructions(t: KeepTargets): string {
     new URL(t.simUrl).port === String(t.simulatorPort)
       ? '  kubectl apply -f examples/manifests/'
       : `  sed 's#127.0.0.1:${t.simulatorPort}#${simHost}#' examples/manifests/*.yaml | kubectl apply -f -   # port ${t.simulatorPort} was taken`,
-    `  curl -s -X POST ${t.simUrl}/_sim/jobs -H 'content-type: application/json' -d '{"labels":["sandbox"]}'`,
+    `  curl -s -X POST ${t.simUrl}/_sim/jobs -H 'content-type: application/json' -d '{"labels":["sandbox"],"repo":"octo/hello"}'`,
     `  curl -s ${t.simUrl}/_sim/runners`,
     `  curl -s ${t.controllerMetrics[0] ?? ''} | grep -E '^(gha|aro)_'`,
     '',

@@ -1,7 +1,13 @@
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Namespace } from '@kubernetes/client-node';
-import { AutoscalingListener, AutoscalingListenerKind, EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import {
+  AutoscalingListener,
+  AutoscalingListenerKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  Labels,
+} from '@aro/api';
 import { KubeClient, NamespaceKind } from '@aro/kube';
 import { createLogger } from '@aro/observability';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
@@ -362,10 +368,21 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         last = await look();
         view.update(last);
         chartLeft = await manifestsLeft(cp.kubeConfig(), scaleSet);
+        // The scale set's own runners, pods and listener (by the label the controller propagates):
+        // what a person applied with --keep (examples/manifests) is theirs and is not waited for.
+        const own = { labelSelector: `${Labels.scaleSetName}=${SCALE_SET_RELEASE}` };
         const listeners = await kube.list<AutoscalingListener>(AutoscalingListenerKind, {
           namespace: CONTROLLER_NAMESPACE,
+          ...own,
         });
-        const settled = last.actual === 0 && (await podsIn(kube)).length === 0 && listeners.length === 0;
+        const runners = await kube.list<EphemeralRunner>(EphemeralRunnerKind, {
+          namespace: RUNNER_NAMESPACE,
+          ...own,
+        });
+        const settled =
+          runners.length === 0 &&
+          (await podsIn(kube, own.labelSelector)).length === 0 &&
+          listeners.length === 0;
         if (settled && chartLeft.length === 0) break;
         settledAt = settled ? settledAt || Date.now() : 0;
         if (settledAt && Date.now() - settledAt > 20_000) {

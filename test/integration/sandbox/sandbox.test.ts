@@ -22,6 +22,11 @@ async function run(args: string[]): Promise<{ report: SandboxReport; output: str
   return { report, output };
 }
 
+/** What the uninstall bug described below leaves behind, and what the controller logs meanwhile. */
+const KNOWN_STUCK = ['Role/sandbox-aro-rs-manager', 'AutoscalingRunnerSet/sandbox'];
+const KNOWN_UNINSTALL_REFUSAL =
+  /^(get|patch) (Role\.rbac\.authorization\.k8s\.io|RoleBinding\.rbac\.authorization\.k8s\.io|ServiceAccount|Secret) arc-runners\/sandbox-aro-rs-[a-z-]+ failed: .* is forbidden: /;
+
 /** What every run must end with: nothing left on the service, in the cluster or on the machine. */
 function expectNothingLeft(report: SandboxReport): void {
   expect(report).toMatchObject({
@@ -100,20 +105,19 @@ describe('npm run sandbox -- --jobs 20', () => {
 
   /*
    * Known product bug, found by the sandbox: with the charts' RBAC, `helm uninstall` of a scale set
-   * leaves the AutoscalingRunnerSet and its manager Role behind for good. The controller releases the
-   * chart's protected objects in upstream's order, the manager RoleBinding before the manager Role; once
-   * the binding is gone it may no longer get or patch the Role (the aro-controller ClusterRole grants
-   * roles only list and watch), so the Role keeps its finalizer and the set its own, and every retry is
-   * Forbidden. `failing` keeps the suite green while the bug stands and turns red once the chart (or the
-   * controller) is fixed: then drop `.failing`.
+   * usually leaves the AutoscalingRunnerSet and its manager Role behind for good. The controller releases
+   * the chart's protected objects in upstream's order, the manager RoleBinding before the manager Role;
+   * once the binding is gone it may no longer get or patch the Role, nor read the others on a retry (the
+   * aro-controller ClusterRole grants roles and serviceaccounts only list and watch), so the Role keeps
+   * its finalizer and the set its own. Whether the Role's patch beats the apiserver's RBAC cache is a
+   * race, so a run may also end clean. Until the chart (or the controller) is fixed this test tolerates
+   * exactly that bug's traces and nothing else: any other refusal, in the workload or the uninstall, or
+   * any other object left, fails it. Once fixed, expect both lists empty.
    */
-  it.failing(
-    'helm uninstall of the scale set releases every object of the chart, without an RBAC refusal',
-    () => {
-      expect(report.chartObjectsLeft).toEqual([]);
-      expect(report.refusals).toEqual([]);
-    },
-  );
+  it("meets no RBAC refusal and leaves no chart object but the known uninstall bug's", () => {
+    expect(report.chartObjectsLeft.filter((o) => !KNOWN_STUCK.includes(o))).toEqual([]);
+    expect(report.refusals.filter((r) => !KNOWN_UNINSTALL_REFUSAL.test(r))).toEqual([]);
+  });
 });
 
 describe('npm run sandbox -- --jobs 20 --chaos', () => {
@@ -134,6 +138,7 @@ describe('npm run sandbox -- --jobs 20 --chaos', () => {
     expect(report).toMatchObject({ succeeded: 20, failed: 0, unfinished: 0 });
     expect(report.runnersSeen).toBeGreaterThanOrEqual(20);
     expectChartIdentities(report);
+    expect(report.refusals.filter((r) => !KNOWN_UNINSTALL_REFUSAL.test(r))).toEqual([]);
     expectNothingLeft(report);
   });
 });
