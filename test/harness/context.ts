@@ -2,21 +2,22 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, type ControlPlaneInfo } from './control-plane';
 import type { InstalledCrd } from './crds';
 
-let cachedInfo: ControlPlaneInfo | undefined;
+// Keyed by the file it was read from: a suite (the sandbox's, the least-privilege suite) that starts a
+// control plane of its own points ARO_TEST_CONTROL_PLANE at it, and a second one in the same worker
+// must not get the first one's (by then removed) CA and server.
+let cached: { path: string; info: ControlPlaneInfo } | undefined;
 
-/** The control plane this jest run uses, as global-setup.ts described it. */
+/** The control plane this jest run uses, as global-setup.ts described it (or the one a suite started). */
 export function controlPlaneInfo(): ControlPlaneInfo {
-  if (!cachedInfo) {
-    const path = process.env.ARO_TEST_CONTROL_PLANE;
-    if (!path) {
-      throw new Error(
-        'ARO_TEST_CONTROL_PLANE is not set: integration tests run under the jest `integration` project, whose ' +
-          'globalSetup (test/harness/global-setup.ts) starts the control plane: npx jest --selectProjects integration <path>',
-      );
-    }
-    cachedInfo = ControlPlane.readInfo(path);
+  const path = process.env.ARO_TEST_CONTROL_PLANE;
+  if (!path) {
+    throw new Error(
+      'ARO_TEST_CONTROL_PLANE is not set: integration tests run under the jest `integration` project, whose ' +
+        'globalSetup (test/harness/global-setup.ts) starts the control plane: npx jest --selectProjects integration <path>',
+    );
   }
-  return cachedInfo;
+  if (cached?.path !== path) cached = { path, info: ControlPlane.readInfo(path) };
+  return cached.info;
 }
 
 /** An admin (system:masters) client configuration for the test control plane. */

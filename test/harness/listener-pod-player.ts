@@ -17,6 +17,12 @@ export interface ListenerPodPlayerOptions {
   kubeConfig: KubeConfig;
   /** The kubeconfig file the listener processes use (LISTENER_CONFIG_PATH's sibling KUBECONFIG). */
   kubeconfigPath: string;
+  /**
+   * The kubeconfig file for one pod's listener, standing in for the service account token the kubelet
+   * would mount (so the listener runs with the Role its controller gave that account); default
+   * `kubeconfigPath` for every pod.
+   */
+  kubeconfigForPod?: (pod: V1Pod) => Promise<string>;
   /** Namespace of the listener pods; empty for every namespace (where the controller puts them is its choice). */
   namespace: string;
   /** apps/listener/src/main.ts (run with @swc-node/register) or a built entrypoint. */
@@ -170,6 +176,9 @@ export class ListenerPodPlayer {
     const raw = secret.data?.[ListenerDefaults.configSecretKey];
     if (!raw) return;
     const config = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as ListenerConfig;
+    const kubeconfigPath = this.options.kubeconfigForPod
+      ? await this.options.kubeconfigForPod(pod)
+      : this.options.kubeconfigPath;
     const port = await this.options.freePort();
     // Every listener serves metrics on its own loopback port instead of the pod's :8080.
     config.metrics_addr = `127.0.0.1:${port}`;
@@ -182,7 +191,7 @@ export class ListenerPodPlayer {
       binary: process.execPath,
       args: ['-r', '@swc-node/register', this.options.listenerMain],
       logFile: join(dir, 'listener.log'),
-      env: { ...process.env, LISTENER_CONFIG_PATH: configPath, KUBECONFIG: this.options.kubeconfigPath },
+      env: { ...process.env, LISTENER_CONFIG_PATH: configPath, KUBECONFIG: kubeconfigPath },
       pidFile: this.options.pidFile,
     });
     const metricsPath = config.metrics_endpoint || ListenerDefaults.metricsEndpoint;

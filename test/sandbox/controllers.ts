@@ -1,13 +1,11 @@
 import { get } from 'node:http';
 import { join } from 'node:path';
-import type { V1Lease } from '@kubernetes/client-node';
+import type { V1Container, V1Lease } from '@kubernetes/client-node';
 import { KubeClient, LeaseKind } from '@aro/kube';
 import { freePort } from '../harness/ports';
 import { ManagedProcess } from '../harness/processes';
-import { CONTROLLER_MAIN, REPO_ROOT } from './capabilities';
-
-export const LEASE_NAMESPACE = 'arc-systems';
-export const LEASE_NAME = 'aro-controller';
+import { CONTROLLER_MAIN } from './apps';
+import { containerEnv } from './charts';
 
 function httpOk(url: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -29,47 +27,56 @@ export interface ControllerReplica {
 }
 
 /**
- * The controller as the chart deploys it: `replicas` processes of apps/controller with leader election
- * on the Lease arc-systems/aro-controller, each serving /healthz, /readyz and /metrics on a port of its
- * own. Each runs as its own process group (ManagedProcess), listed in the control plane's pid file so
- * that its reaper kills them too if the sandbox is killed outright.
+ * The controller as the chart deploys it: the rendered Deployment's replicas, each a process of
+ * apps/controller with the manager container's env (leader election on the Lease the chart names,
+ * POD_NAME and POD_NAMESPACE from the downward API) and the chart service account's kubeconfig.
+ *
+ * Two translations from pod to process, both here: the image's `aro-controller` wrapper runs the
+ * compiled app from dist/, which `npm run build` takes minutes to make, so the sandbox runs the same
+ * main from source; and each replica serves its metrics port (PROBE_PORT) on a free loopback port, as
+ * each pod would have an IP of its own. Each runs as its own process group (ManagedProcess), listed in
+ * the control plane's pid file so that its reaper kills them too if the sandbox is killed outright.
  */
 export class ControllerReplicas {
   readonly replicas: ControllerReplica[] = [];
 
   constructor(
     private readonly options: {
+      /** The rendered Deployment's manager container. */
+      container: V1Container;
+      namespace: string;
+      serviceAccountName: string;
+      /** The service account's kubeconfig, standing in for the token the kubelet would mount. */
       kubeconfigPath: string;
       logDir: string;
       pidFile: string;
+      /** An admin client, to read the Lease for the progress view. */
       kube: KubeClient;
       replicas: number;
     },
   ) {}
 
+  /** The Lease the replicas elect their leader on, as the chart names it. */
+  get lease(): { namespace: string; name: string } {
+    const env = containerEnv(this.options.container, {
+      name: '',
+      namespace: this.options.namespace,
+      serviceAccountName: this.options.serviceAccountName,
+    });
+    return { namespace: env.LEADER_ELECTION_NAMESPACE ?? '', name: env.LEADER_ELECTION_ID ?? '' };
+  }
+
   private env(name: string, port: number): NodeJS.ProcessEnv {
     return {
       ...process.env,
-      KUBECONFIG: this.options.kubeconfigPath,
-      LEADER_ELECTION: 'true',
-      LEADER_ELECTION_NAMESPACE: LEASE_NAMESPACE,
-      LEADER_ELECTION_ID: LEASE_NAME,
-      // Short terms so that a killed leader is replaced within seconds in --chaos.
-      LEASE_DURATION_SECONDS: '8',
-      RENEW_DEADLINE_SECONDS: '5',
-      RETRY_PERIOD_SECONDS: '1',
-      MAX_CONCURRENT_RECONCILES: '4',
-      FAILURE_BACKOFF_BASE_SECONDS: '1',
-      SHUTDOWN_TIMEOUT_SECONDS: '10',
+      ...containerEnv(this.options.container, {
+        name,
+        namespace: this.options.namespace,
+        serviceAccountName: this.options.serviceAccountName,
+      }),
       PROBE_PORT: String(port),
       PROBE_BIND_ADDRESS: '127.0.0.1',
-      POD_NAME: name,
-      POD_NAMESPACE: LEASE_NAMESPACE,
-      // The image listener pods get, as the chart sets it; the listener-pod player runs the listener
-      // from source whatever the pod names.
-      CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:sandbox',
-      LOG_FORMAT: 'json',
-      LOG_LEVEL: 'info',
+      KUBECONFIG: this.options.kubeconfigPath,
     };
   }
 
@@ -118,7 +125,8 @@ export class ControllerReplicas {
   /** The Lease's holder, or undefined while nobody holds it. */
   async leader(): Promise<string | undefined> {
     try {
-      const lease = await this.options.kube.get<V1Lease>(LeaseKind, LEASE_NAMESPACE, LEASE_NAME);
+      const { namespace, name } = this.lease;
+      const lease = await this.options.kube.get<V1Lease>(LeaseKind, namespace, name);
       return lease.spec?.holderIdentity || undefined;
     } catch {
       return undefined;
@@ -155,5 +163,3 @@ export class ControllerReplicas {
     await Promise.all(this.replicas.map((r) => r.process.stop(15_000)));
   }
 }
-
-export { REPO_ROOT };

@@ -8,6 +8,8 @@ export interface SandboxOptions {
   rate: number;
   /** The scale set's maxRunners. */
   maxRunners: number;
+  /** The scale set's minRunners: idle runners kept ready. */
+  minRunners: number;
   /** How long each job runs on its runner, in seconds. */
   duration: number;
   /** Share (0..1) of jobs whose workflow fails (the runner still exits 0). */
@@ -30,6 +32,7 @@ export const USAGE = `usage: npm run sandbox -- [options]
   --jobs N           jobs to queue in total (default 40)
   --rate R           jobs queued per second, in waves every 5 s (default 1)
   --max-runners N    the scale set's maxRunners (default 10)
+  --min-runners N    the scale set's minRunners, idle runners kept ready (default 0)
   --duration S       seconds each job runs on its runner (default 5)
   --fail-share F     share 0..1 of jobs that fail (default 0)
   --exit7-share F    share 0..1 of runners that crash with exit code 7 mid-job (default 0)
@@ -68,6 +71,7 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
         jobs: { type: 'string' },
         rate: { type: 'string' },
         'max-runners': { type: 'string' },
+        'min-runners': { type: 'string' },
         duration: { type: 'string' },
         'fail-share': { type: 'string' },
         'exit7-share': { type: 'string' },
@@ -83,10 +87,18 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
   }
   const positiveInt = (n: number): boolean => Number.isInteger(n) && n > 0;
   const share = (n: number): boolean => n >= 0 && n <= 1;
+  const maxRunners = number(values, 'max-runners', 10, positiveInt, 'a whole number above 0');
   return {
     jobs: number(values, 'jobs', 40, positiveInt, 'a whole number above 0'),
     rate: number(values, 'rate', 1, (n) => n > 0, 'a number above 0'),
-    maxRunners: number(values, 'max-runners', 10, positiveInt, 'a whole number above 0'),
+    maxRunners,
+    minRunners: number(
+      values,
+      'min-runners',
+      0,
+      (n) => Number.isInteger(n) && n >= 0 && n <= maxRunners,
+      `a whole number from 0 to --max-runners (${maxRunners})`,
+    ),
     duration: number(values, 'duration', 5, (n) => n >= 0, 'a number of seconds, 0 or more'),
     failShare: number(values, 'fail-share', 0, share, 'between 0 and 1'),
     exit7Share: number(values, 'exit7-share', 0, share, 'between 0 and 1'),

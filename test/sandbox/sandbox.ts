@@ -1,17 +1,14 @@
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1Namespace } from '@kubernetes/client-node';
 import {
-  API_VERSION,
-  AutoscalingRunnerSet,
-  AutoscalingRunnerSetKind,
+  AutoscalingListener,
+  AutoscalingListenerKind,
   EphemeralRunner,
   EphemeralRunnerKind,
-  EphemeralRunnerSet,
-  EphemeralRunnerSetKind,
+  Labels,
 } from '@aro/api';
-import { MultiClient } from '@aro/actions';
-import { KubeClient, NamespaceKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { KubeClient, NamespaceKind } from '@aro/kube';
 import { createLogger } from '@aro/observability';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
 import { ControlPlane } from '../harness/control-plane';
@@ -20,48 +17,33 @@ import { apiserverRequestCounts, requestCountDelta } from '../harness/apiserver-
 import { ListenerPodPlayer } from '../harness/listener-pod-player';
 import { processExists } from '../harness/processes';
 import { RunnerPlayer } from '../harness/runner-player';
-import { LISTENER_MAIN, describeSeams, detectCapabilities, scaleSetMode } from './capabilities';
 import { freePort } from '../harness/ports';
-import { ControllerReplicas, LEASE_NAMESPACE } from './controllers';
+import { LISTENER_MAIN } from './apps';
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_RELEASE,
+  RUNNER_NAMESPACE,
+  SCALE_SET_RELEASE,
+  applyManifests,
+  deleteManifests,
+  ensureHelm,
+  identityOf,
+  manifestsLeft,
+  renderControllerChart,
+  renderScaleSetChart,
+  writeServiceAccountKubeconfig,
+} from './charts';
+import { ControllerReplicas } from './controllers';
 import type { SandboxOptions } from './options';
 import { ProgressView, jobCounts, runnersByPhase, type Snapshot } from './progress';
-import { StandInScaler } from './stand-in-scaler';
-import { formatDuration, percentile, table } from './stats';
+import { keepInstructions, type Identity, type SandboxReport } from './report';
+import { desiredReplicas, forbiddenLines, kubeWrites, podsIn, secretsIn } from './observe';
+import { percentile } from './stats';
 import { Workload } from './workload';
 
-export const RUNNER_NAMESPACE = 'arc-runners';
-export const CREDENTIALS_SECRET = 'github-config';
-export const SCALE_SET_NAME = 'sandbox';
-export const SIMULATOR_PORT = 8910;
+export { renderReport, type SandboxReport } from './report';
 
-/** What a run ends with: the summary's figures, for the table and for the test that reads them. */
-export interface SandboxReport {
-  mode: 'scale-set' | 'runner';
-  seams: string[];
-  wallMs: number;
-  jobs: number;
-  succeeded: number;
-  failed: number;
-  unfinished: number;
-  queueWaitP50Ms: number;
-  queueWaitP95Ms: number;
-  runnerLifecycleP50Ms: number;
-  runnerLifecycleP95Ms: number;
-  runnersSeen: number;
-  kubeWrites: number;
-  actionsCalls: number;
-  registrationsLeft: number;
-  podsLeft: number;
-  secretsLeft: number;
-  processesLeft: number;
-  tempFoldersLeft: number;
-  chaos: string[];
-  aborted: boolean;
-  /** Every process the run started (control plane, controllers, listeners), all gone at the end. */
-  pids: number[];
-  /** Every temporary folder the run made (the control plane's run folder holds the sandbox's). */
-  folders: string[];
-}
+export const SIMULATOR_PORT = 8910;
 
 export interface SandboxIo {
   out: NodeJS.WritableStream;
@@ -70,39 +52,21 @@ export interface SandboxIo {
   signal: AbortSignal;
 }
 
-// Writes that are not the product's: the kubelet player's pod status and binding, and lease renewals,
-// which follow the clock rather than the workload.
-const NOT_PRODUCT_WRITES = /^(POST|PUT|PATCH|DELETE|APPLY) (pods\/status|pods\/binding|leases)$/;
-
-function kubeWrites(delta: Map<string, number>, standInCreates: number): number {
-  let writes = 0;
-  for (const [key, n] of delta) {
-    if (/^(POST|PUT|PATCH|DELETE|DELETECOLLECTION|APPLY) /.test(key) && !NOT_PRODUCT_WRITES.test(key))
-      writes += n;
-  }
-  return writes - standInCreates;
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `npm run sandbox`: the whole product on this machine, on loopback. Brings up the control plane, the
- * simulator as GitHub, two controller replicas, the scale set (or its stand-in), the kubelet players;
- * queues the workload; shows progress; then drains, checks what is left, stops everything and reports.
+ * simulator as GitHub, the controller chart (its RBAC applied, its Deployment's replicas played as
+ * processes under its service account), the scale-set chart, and the kubelet players; queues the
+ * workload; shows progress; then uninstalls the scale set, checks what is left, stops everything and
+ * reports.
  */
 export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promise<SandboxReport> {
   const view = new ProgressView(io.out, io.tty);
   const began = Date.now();
-  const capabilities = await detectCapabilities();
-  const mode = scaleSetMode(capabilities) ? 'scale-set' : 'runner';
-  const seams = describeSeams(capabilities);
   view.event(
-    `ARO sandbox: ${options.jobs} jobs at ${options.rate}/s, max ${options.maxRunners} runners, ${options.duration} s each`,
+    `ARO sandbox: ${options.jobs} jobs at ${options.rate}/s, runners ${options.minRunners}..${options.maxRunners}, ${options.duration} s each`,
   );
-  view.event(
-    `mode: ${mode === 'scale-set' ? 'scale-set (AutoscalingRunnerSet, listener, runner set: the product)' : 'runner (the sandbox stands in for the listener and the runner set)'}`,
-  );
-  for (const seam of seams) view.event(`  seam: ${seam}`);
 
   const chaos: string[] = [];
   const cleanup: Array<() => Promise<void>> = [];
@@ -112,6 +76,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
   const folders: string[] = [];
   let last: Snapshot | undefined;
   try {
+    const helm = await ensureHelm((l) => view.event(`[helm] ${l}`));
     plane = await ControlPlane.start({ crdPaths: CRD_PATHS, log: (l) => view.event(`[control-plane] ${l}`) });
     const cp = plane;
     folders.push(cp.info.runDir);
@@ -127,23 +92,25 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     process.env.ARO_TEST_KUBECONFIG = cp.info.kubeconfigPath;
     process.env.ARO_TEST_CONTROL_PLANE = cp.infoPath;
     const workDir = join(cp.info.runDir, 'sandbox');
-    mkdirSync(workDir, { recursive: true });
+    const identityDir = join(workDir, 'identities');
+    mkdirSync(identityDir, { recursive: true, mode: 0o700 });
     const kube = new KubeClient(cp.kubeConfig(), { userAgent: 'aro-sandbox' });
     cleanup.push(async () => kube.close());
-    for (const name of [LEASE_NAMESPACE, RUNNER_NAMESPACE]) {
+    // `helm install --create-namespace`: the charts do not make their namespaces.
+    for (const name of [CONTROLLER_NAMESPACE, RUNNER_NAMESPACE]) {
       await kube.create<V1Namespace>(NamespaceKind, { metadata: { name } });
     }
-    await kube.create<V1Secret>(SecretKind, {
-      metadata: { name: CREDENTIALS_SECRET, namespace: RUNNER_NAMESPACE },
-      stringData: { github_token: DEFAULT_PAT },
-    });
 
     // In-process: the sandbox reads the service's jobs, registrations and counters several times a
     // second for the progress view and plays every runner against it; over HTTP that would be a
     // process more to manage and a JSON round trip per look. The product reaches it over HTTP as ever.
     const simLog = createWriteStream(join(workDir, 'simulator.log'));
+    // A listener killed outright (--chaos) leaves its message session open; a new one may take over
+    // once the old one is idle for sessionIdleTimeoutMs. The simulator's default (120 s) would stall the
+    // run for two minutes; 15 s, with long polls of 10 s so that a live listener is never idle that
+    // long, shows the same handover in seconds.
     const simOptions = {
-      seed: { timing: { autoStartJobs: true } },
+      seed: { timing: { autoStartJobs: true, sessionIdleTimeoutMs: 15_000, longPollTimeoutMs: 10_000 } },
       logger: createLogger({ level: 'info', format: 'json', destination: simLog }),
     };
     // The simulator's usual port when it is free, so that examples/manifests (which name
@@ -158,16 +125,40 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     const configUrl = sim.configUrl({ org: 'octo' });
     view.event(`simulator (GitHub + Actions service) at ${sim.url}; config URL ${configUrl}`);
 
+    // The controller chart: everything but the Deployment applied as rendered; the Deployment's pods
+    // played as processes with its env, under its service account.
+    const controllerChart = await renderControllerChart();
+    await applyManifests(
+      cp.kubeConfig(),
+      controllerChart.manifests.filter((m) => m.kind !== 'Deployment'),
+    );
+    view.event(
+      `installed charts/aro-controller (${helm}; release ${CONTROLLER_RELEASE} in ${CONTROLLER_NAMESPACE}): ` +
+        controllerChart.manifests
+          .filter((m) => m.kind !== 'Deployment')
+          .map((m) => `${m.kind}/${m.metadata.name}`)
+          .join(', '),
+    );
+    const controllerKubeconfig = await writeServiceAccountKubeconfig(
+      CONTROLLER_NAMESPACE,
+      controllerChart.serviceAccountName,
+      join(identityDir, 'controller.kubeconfig'),
+    );
     const controllers = new ControllerReplicas({
-      kubeconfigPath: cp.info.kubeconfigPath,
+      container: controllerChart.container,
+      namespace: CONTROLLER_NAMESPACE,
+      serviceAccountName: controllerChart.serviceAccountName,
+      kubeconfigPath: controllerKubeconfig,
       logDir: workDir,
       pidFile: join(cp.info.runDir, 'pids'),
       kube,
-      replicas: 2,
+      replicas: controllerChart.replicas,
     });
     cleanup.push(() => controllers.stop());
+    const lease = controllers.lease;
     view.event(
-      'starting 2 controller replicas (apps/controller, leader election on arc-systems/aro-controller)',
+      `starting the Deployment's ${controllerChart.replicas} replicas (apps/controller as service account ` +
+        `${CONTROLLER_NAMESPACE}/${controllerChart.serviceAccountName}, leader election on ${lease.namespace}/${lease.name})`,
     );
     await controllers.start();
     view.event(`controllers up: ${controllers.replicas.map((r) => `${r.name} :${r.port}`).join(', ')}`);
@@ -179,73 +170,81 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       jobDurationMs: options.duration * 1_000,
       failShare: options.failShare,
       exit7Share: options.exit7Share,
-      jobWaitTimeoutMs: mode === 'runner' ? 20_000 : 120_000,
+      jobWaitTimeoutMs: 120_000,
     }).start();
     cleanup.push(() => runnerPlayer.stop());
 
-    let listenerPlayer: ListenerPodPlayer | undefined;
-    let standIn: StandInScaler | undefined;
-    let scaleSetLabel = SCALE_SET_NAME;
-    if (mode === 'scale-set') {
-      listenerPlayer = new ListenerPodPlayer({
-        kubeConfig: cp.kubeConfig(),
-        kubeconfigPath: cp.info.kubeconfigPath,
-        namespace: '', // wherever the AutoscalingListener controller puts them
-        listenerMain: LISTENER_MAIN,
-        workDir: join(workDir, 'listeners'),
-        pidFile: join(cp.info.runDir, 'pids'),
-        freePort,
-        log: (l) => view.event(`  ${l}`, last),
-      }).start();
-      const player = listenerPlayer;
-      cleanup.push(() => player.stop());
-      await kube.create<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        autoscalingRunnerSet(configUrl, options.maxRunners),
-      );
-      view.event(
-        `applied AutoscalingRunnerSet ${RUNNER_NAMESPACE}/${SCALE_SET_NAME} (maxRunners ${options.maxRunners})`,
-      );
-    } else {
-      const actions = new MultiClient({ retry: { maxRetries: 2 } });
-      const client = actions.getClientFor({
-        configUrl,
-        namespace: RUNNER_NAMESPACE,
-        credentials: { kind: 'pat', token: DEFAULT_PAT },
-      });
-      const set = await client.createRunnerScaleSet({
-        name: SCALE_SET_NAME,
-        runnerGroupId: 1,
-        labels: [{ name: SCALE_SET_NAME }],
-      });
-      await actions.close();
-      scaleSetLabel = SCALE_SET_NAME;
-      standIn = new StandInScaler({
-        kube,
-        sim,
-        namespace: RUNNER_NAMESPACE,
-        scaleSetId: set.id,
-        configUrl,
-        secretName: CREDENTIALS_SECRET,
-        maxRunners: options.maxRunners,
-        log: (l) => view.event(l, last),
-      });
-      view.event(`scale set "${SCALE_SET_NAME}" (id ${set.id}) created on the service by the stand-in`);
+    // Each listener runs as its pod's service account, with the Role the AutoscalingListener
+    // controller bound to it (patch its EphemeralRunnerSet and its runners, nothing more).
+    const listenerKubeconfigs = new Map<string, string>();
+    const listenerPlayer = new ListenerPodPlayer({
+      kubeConfig: cp.kubeConfig(),
+      kubeconfigPath: cp.info.kubeconfigPath,
+      kubeconfigForPod: async (pod) => {
+        const namespace = pod.metadata?.namespace ?? '';
+        const account = pod.spec?.serviceAccountName ?? 'default';
+        const key = `${namespace}/${account}`;
+        const known = listenerKubeconfigs.get(key);
+        if (known) return known;
+        const path = await writeServiceAccountKubeconfig(
+          namespace,
+          account,
+          join(identityDir, `listener-${namespace}-${account}.kubeconfig`),
+        );
+        listenerKubeconfigs.set(key, path);
+        return path;
+      },
+      namespace: '', // wherever the AutoscalingListener controller puts them
+      listenerMain: LISTENER_MAIN,
+      workDir: join(workDir, 'listeners'),
+      pidFile: join(cp.info.runDir, 'pids'),
+      freePort,
+      log: (l) => view.event(`  ${l}`, last),
+    }).start();
+    cleanup.push(() => listenerPlayer.stop());
+
+    // The scale-set chart with its defaults, given only what the sandbox must: the simulator's URL,
+    // its token, the runner bounds from the flags, and the controller's service account (which
+    // `helm install` would look up in the cluster and `helm template` cannot).
+    const scaleSet = await renderScaleSetChart({
+      githubConfigUrl: configUrl,
+      githubToken: DEFAULT_PAT,
+      minRunners: options.minRunners,
+      maxRunners: options.maxRunners,
+      controllerServiceAccount: {
+        namespace: CONTROLLER_NAMESPACE,
+        name: controllerChart.serviceAccountName,
+      },
+    });
+    await applyManifests(cp.kubeConfig(), scaleSet);
+    view.event(
+      `installed charts/aro-scale-set (release ${SCALE_SET_RELEASE} in ${RUNNER_NAMESPACE}, ` +
+        `minRunners ${options.minRunners}, maxRunners ${options.maxRunners}): ` +
+        scaleSet.map((m) => `${m.kind}/${m.metadata.name}`).join(', '),
+    );
+
+    // The workload starts once the listener has opened its message session: before that nobody
+    // would ask for runners, and the queue wait would measure the listener's start-up.
+    const sessionDeadline = Date.now() + 180_000;
+    while (sim.sessions().length === 0 && !io.signal.aborted) {
+      if (Date.now() > sessionDeadline) {
+        throw new Error(
+          `no listener opened a message session within 180 s; player errors: ${listenerPlayer.errors.slice(-3).join('; ') || 'none'}`,
+        );
+      }
+      await sleep(250);
     }
+    view.event('listener connected: its message session is open; queueing the jobs');
 
     // Counting starts now: what set-up cost is not the workload's.
     const countsBefore = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
-    const standInScaleSetId = standIn
-      ? sim.scaleSets().find((s) => s.name === SCALE_SET_NAME)?.id
-      : undefined;
     const workload = new Workload({
       sim,
       jobs: options.jobs,
       rate: options.rate,
       waveSeconds: options.waveSeconds,
-      labels: [scaleSetLabel],
-      scaleSetId: standInScaleSetId,
+      labels: [SCALE_SET_RELEASE],
     });
     const workloadBegan = Date.now();
     workload.start();
@@ -257,7 +256,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     let killedLeaderAt = 0;
     let listenerKilled = false;
     let leaderKilled = false;
-    let lastLeader = '';
+    let lastHolder = '';
     const deadline = workloadBegan + options.timeoutSeconds * 1_000;
 
     const look = async (): Promise<Snapshot> => {
@@ -276,99 +275,147 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         }
       }
       const counts = await apiserverRequestCounts(cp.kubeConfig());
-      kubeWriteCount = kubeWrites(requestCountDelta(countsBefore, counts), standIn?.writes ?? 0);
-      const leader = (await controllers.leader())?.split('_')[0] ?? '(none)';
-      if (leader !== lastLeader) {
-        if (lastLeader) view.event(`leader changed: ${lastLeader} -> ${leader}`, last);
-        lastLeader = leader;
+      kubeWriteCount = kubeWrites(requestCountDelta(countsBefore, counts));
+      // The holder identity is the replica's name and a start's id: a restarted replica that wins the
+      // Lease back is a change of leader too.
+      const holder = (await controllers.leader()) ?? '(none)';
+      const leader = holder.split('_')[0];
+      if (holder !== lastHolder) {
+        if (lastHolder) view.event(`leader changed: ${lastHolder.split('_')[0]} -> ${leader}`, last);
+        lastHolder = holder;
       }
       const alive = runners.filter((r) => !r.metadata?.deletionTimestamp).length;
       return {
         elapsedMs: Date.now() - workloadBegan,
         jobs: jobCounts(sim.jobs().filter((j) => workload.jobIds.includes(j.jobId))),
         runnersByPhase: runnersByPhase(runners),
-        desired: standIn ? standIn.desired : await desiredReplicas(kube),
+        desired: await desiredReplicas(kube),
         actual: alive,
         kubeWrites: kubeWriteCount,
         actionsCalls: Object.values(sim.callCounts()).reduce((a, b) => a + b, 0),
         leader,
-        listeners: listenerPlayer?.running().length ?? 0,
+        listeners: listenerPlayer.running().length,
       };
     };
 
     // The workload: run until every job has finished, the timeout passes, or Ctrl-C.
-    let nextLook = 0;
     while (!io.signal.aborted) {
-      if (standIn) await standIn.tick().catch((err: Error) => view.event(`stand-in: ${err.message}`, last));
-      if (Date.now() >= nextLook) {
-        nextLook = Date.now() + 1_000;
-        last = await look();
-        view.update(last);
-        const done = last.jobs.succeeded + last.jobs.failed;
-        if (workload.queuedAll && done >= options.jobs) break;
-        if (Date.now() > deadline) {
-          view.event(`!!! the workload did not finish within ${options.timeoutSeconds} s; stopping`, last);
-          break;
-        }
-        if (options.chaos && !leaderKilled && done >= options.jobs / 3) {
-          leaderKilled = true;
-          const victim = await controllers.killLeader();
-          killedLeaderAt = Date.now();
-          const line = victim ? `chaos: killed the leader ${victim} (SIGKILL)` : 'chaos: no leader to kill';
-          chaos.push(line);
-          view.event(line, last);
-        }
-        if (options.chaos && !listenerKilled && done >= options.jobs / 2) {
-          listenerKilled = true;
-          const victim = await listenerPlayer?.killOne();
-          const line = victim
-            ? `chaos: killed the listener ${victim.pod} (SIGKILL)`
-            : 'chaos: no listener to kill (none runs in runner mode)';
-          chaos.push(line);
-          view.event(line, last);
-        }
-        // A Deployment restarts a killed pod after a moment; so does the sandbox.
-        if (killedLeaderAt && Date.now() - killedLeaderAt > 3_000) {
-          for (const name of await controllers.restartExited()) view.event(`restarted ${name}`, last);
-          killedLeaderAt = 0;
-        }
+      last = await look();
+      view.update(last);
+      const done = last.jobs.succeeded + last.jobs.failed;
+      if (workload.queuedAll && done >= options.jobs) break;
+      if (Date.now() > deadline) {
+        view.event(`!!! the workload did not finish within ${options.timeoutSeconds} s; stopping`, last);
+        break;
       }
-      await sleep(250);
+      if (options.chaos && !leaderKilled && done >= options.jobs / 3) {
+        leaderKilled = true;
+        const victim = await controllers.killLeader();
+        killedLeaderAt = Date.now();
+        const line = victim ? `chaos: killed the leader ${victim} (SIGKILL)` : 'chaos: no leader to kill';
+        chaos.push(line);
+        view.event(line, last);
+      }
+      if (options.chaos && !listenerKilled && done >= options.jobs / 2) {
+        listenerKilled = true;
+        const victim = await listenerPlayer.killOne();
+        const line = victim
+          ? `chaos: killed the listener ${victim.pod} (SIGKILL)`
+          : 'chaos: no listener running to kill';
+        chaos.push(line);
+        view.event(line, last);
+      }
+      // A Deployment restarts a killed pod after a moment; so does the sandbox.
+      if (killedLeaderAt && Date.now() - killedLeaderAt > 3_000) {
+        for (const name of await controllers.restartExited()) view.event(`restarted ${name}`, last);
+        killedLeaderAt = 0;
+      }
+      await sleep(1_000);
     }
     const workloadMs = Date.now() - workloadBegan;
     workload.stop();
 
-    // Drain: the scale set goes away (scale-set mode) or the runners end (runner mode), and whatever the
-    // product leaves behind is counted.
-    view.event('workload over; draining', last);
-    if (mode === 'scale-set' && !options.keep) {
-      await kube.delete(AutoscalingRunnerSetKind, RUNNER_NAMESPACE, SCALE_SET_NAME).catch(() => undefined);
+    if (options.keep && !io.signal.aborted) {
+      io.out.write(
+        keepInstructions({
+          kubeconfigPath: cp.info.kubeconfigPath,
+          simUrl: sim.url,
+          simulatorPort: SIMULATOR_PORT,
+          controllerMetrics: controllers.replicas.map((r) => controllers.metricsUrl(r)),
+          listenerMetrics: listenerPlayer.running().map((l) => l.metricsUrl),
+          lease,
+          workDir,
+        }),
+      );
+      // Until Ctrl-C the players keep playing, for what a person applies or queues; then the same
+      // uninstall and count as without --keep.
+      while (!io.signal.aborted) await sleep(1_000);
     }
-    const drainUntil = Date.now() + 90_000;
-    while (Date.now() < drainUntil && !(io.signal.aborted && !options.keep)) {
-      last = await look();
-      view.update(last);
-      const gone =
-        last.actual === 0 &&
-        (await kube.list<V1Pod>(PodKind, { namespace: RUNNER_NAMESPACE })).length === 0 &&
-        (mode === 'runner' ||
-          !(await exists(kube, AutoscalingRunnerSetKind, RUNNER_NAMESPACE, SCALE_SET_NAME)));
-      if (gone || options.keep) break;
-      await sleep(1_000);
+
+    // Drain: `helm uninstall` of the scale set; the controller releases its runners, its listener and
+    // its registrations, then the chart's protected objects; whatever it leaves behind is counted.
+    // Skipped after a Ctrl-C of a run without --keep: the person wants it stopped, not tidied.
+    const drain = !io.signal.aborted || options.keep;
+    let chartLeft: string[] = [];
+    if (drain) {
+      view.event(`workload over; uninstalling the scale set (release ${SCALE_SET_RELEASE})`, last);
+      await deleteManifests(cp.kubeConfig(), scaleSet);
+      const drainUntil = Date.now() + 90_000;
+      // Once the runners, pods and listener are gone, chart objects that stay this long are stuck
+      // (a finalizer nobody will remove), not slow: counted as left rather than waited for.
+      let settledAt = 0;
+      while (Date.now() < drainUntil) {
+        last = await look();
+        view.update(last);
+        chartLeft = await manifestsLeft(cp.kubeConfig(), scaleSet);
+        // The scale set's own runners, pods and listener (by the label the controller propagates):
+        // what a person applied with --keep (examples/manifests) is theirs and is not waited for.
+        const own = { labelSelector: `${Labels.scaleSetName}=${SCALE_SET_RELEASE}` };
+        const listeners = await kube.list<AutoscalingListener>(AutoscalingListenerKind, {
+          namespace: CONTROLLER_NAMESPACE,
+          ...own,
+        });
+        const runners = await kube.list<EphemeralRunner>(EphemeralRunnerKind, {
+          namespace: RUNNER_NAMESPACE,
+          ...own,
+        });
+        const settled =
+          runners.length === 0 &&
+          (await podsIn(kube, own.labelSelector)).length === 0 &&
+          listeners.length === 0;
+        if (settled && chartLeft.length === 0) break;
+        settledAt = settled ? settledAt || Date.now() : 0;
+        if (settledAt && Date.now() - settledAt > 20_000) {
+          view.event(`still there 20 s after the runners went: ${chartLeft.join(', ')}`, last);
+          break;
+        }
+        await sleep(1_000);
+      }
     }
     view.release();
-    const pods = await kube.list<V1Pod>(PodKind, { namespace: RUNNER_NAMESPACE });
-    const secrets = (await kube.list<V1Secret>(SecretKind, { namespace: RUNNER_NAMESPACE })).filter(
-      (s) => s.metadata?.name !== CREDENTIALS_SECRET,
-    );
+    const pods = await podsIn(kube);
+    const secrets = await secretsIn(kube);
     const jobs = sim.jobs().filter((j) => workload.jobIds.includes(j.jobId));
     const waits = jobs
       .filter((j) => !j.runnerAssignTime.startsWith('0001'))
       .map((j) => Date.parse(j.runnerAssignTime) - Date.parse(j.queueTime));
     const counts = jobCounts(jobs);
+    // Read before the players remove their folders: any RBAC refusal the product met on the way.
+    const logs = [
+      ...controllers.replicas.map((r) => r.process.logFile),
+      ...[...listenerPlayer.played.values()].map((l) => l.process.logFile),
+    ];
+    const refusals = logs.flatMap(forbiddenLines);
+    const identities: Identity[] = [
+      { who: 'controller' as const, ...(await identityOf(controllerKubeconfig)) },
+      ...(await Promise.all(
+        [...listenerKubeconfigs.values()].map(async (path) => ({
+          who: 'listener' as const,
+          ...(await identityOf(path)),
+        })),
+      )),
+    ];
     report = {
-      mode,
-      seams,
       wallMs: workloadMs,
       jobs: options.jobs,
       succeeded: counts.succeeded,
@@ -384,6 +431,9 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       registrationsLeft: sim.registrations().length,
       podsLeft: pods.length,
       secretsLeft: secrets.length,
+      chartObjectsLeft: chartLeft,
+      identities,
+      refusals: [...new Set(refusals)],
       processesLeft: 0,
       tempFoldersLeft: 0,
       chaos,
@@ -391,30 +441,10 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       pids,
       folders,
     };
-    for (const err of [...runnerPlayer.errors, ...(listenerPlayer?.errors ?? [])].slice(-5)) {
+    for (const err of [...runnerPlayer.errors, ...listenerPlayer.errors].slice(-5)) {
       view.event(`  player: ${err}`);
     }
-
-    if (options.keep) {
-      io.out.write(
-        keepInstructions(
-          cp,
-          sim.url,
-          controllers.replicas.map((r) => controllers.metricsUrl(r)),
-          workDir,
-        ),
-      );
-      // Until Ctrl-C the players keep playing, and in runner mode the stand-in keeps making runners
-      // for jobs a person queues (curl .../_sim/jobs) and deleting finished ones, quietly.
-      while (!io.signal.aborted) {
-        if (standIn) await standIn.tick().catch(() => undefined);
-        await sleep(1_000);
-      }
-    }
-    pids.push(
-      ...controllers.pids(),
-      ...[...(listenerPlayer?.played.values() ?? [])].map((l) => l.process.pid),
-    );
+    pids.push(...controllers.pids(), ...[...listenerPlayer.played.values()].map((l) => l.process.pid));
   } finally {
     view.release();
     for (const step of cleanup.reverse()) {
@@ -436,101 +466,4 @@ function restoreEnv(before: { kubeconfig?: string; controlPlane?: string }): voi
   };
   put('ARO_TEST_KUBECONFIG', before.kubeconfig);
   put('ARO_TEST_CONTROL_PLANE', before.controlPlane);
-}
-
-async function exists(
-  kube: KubeClient,
-  kind: typeof AutoscalingRunnerSetKind,
-  ns: string,
-  name: string,
-): Promise<boolean> {
-  try {
-    await kube.get(kind, ns, name);
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
-
-/** Scale-set mode's desired count: the EphemeralRunnerSet's replicas, as the listener asked. */
-async function desiredReplicas(kube: KubeClient): Promise<number> {
-  const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: RUNNER_NAMESPACE });
-  return sets.reduce((sum, s) => sum + (s.spec?.replicas ?? 0), 0);
-}
-
-/** The AutoscalingRunnerSet the sandbox applies: the scale-set chart's defaults, on the simulator. */
-export function autoscalingRunnerSet(configUrl: string, maxRunners: number): AutoscalingRunnerSet {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'AutoscalingRunnerSet',
-    metadata: { name: SCALE_SET_NAME, namespace: RUNNER_NAMESPACE },
-    spec: {
-      githubConfigUrl: configUrl,
-      githubConfigSecret: CREDENTIALS_SECRET,
-      runnerScaleSetName: SCALE_SET_NAME,
-      minRunners: 0,
-      maxRunners,
-      template: {
-        spec: {
-          restartPolicy: 'Never',
-          containers: [
-            {
-              name: 'runner',
-              image: 'ghcr.io/actions/actions-runner:latest',
-              command: ['/home/runner/run.sh'],
-            },
-          ],
-        },
-      },
-    },
-  };
-}
-
-function keepInstructions(cp: ControlPlane, simUrl: string, metricsUrls: string[], workDir: string): string {
-  const kc = cp.info.kubeconfigPath;
-  return [
-    '',
-    'Left running (--keep). Ctrl-C stops everything and removes every temporary folder.',
-    `  kubeconfig:      ${kc}`,
-    `  simulator:       ${simUrl} (admin: ${simUrl}/_sim/state)`,
-    `  controller metrics: ${metricsUrls.join(', ')}`,
-    `  logs:            ${workDir}/*.log`,
-    '',
-    'Try:',
-    `  export KUBECONFIG=${kc}`,
-    `  kubectl get autoscalingrunnersets,ephemeralrunnersets,ephemeralrunners,pods -n ${RUNNER_NAMESPACE}`,
-    `  kubectl get lease -n ${LEASE_NAMESPACE} aro-controller -o jsonpath='{.spec.holderIdentity}{"\\n"}'`,
-    new URL(simUrl).port === String(SIMULATOR_PORT)
-      ? '  kubectl apply -f examples/manifests/'
-      : `  sed 's#127.0.0.1:${SIMULATOR_PORT}#${new URL(simUrl).host}#' examples/manifests/*.yaml | kubectl apply -f -   # port ${SIMULATOR_PORT} was taken`,
-    `  curl -s ${simUrl}/_sim/runners`,
-    `  curl -s ${metricsUrls[0] ?? ''} | grep -E '^(gha|aro)_'`,
-    '',
-  ].join('\n');
-}
-
-/** The summary table. */
-export function renderReport(r: SandboxReport): string {
-  const perJob = (n: number): string => (r.jobs > 0 ? (n / r.jobs).toFixed(2) : '-');
-  const rows: Array<[string, string]> = [
-    ['mode', r.mode],
-    ['wall time of the workload', formatDuration(r.wallMs)],
-    ['jobs done (succeeded)', `${r.succeeded} of ${r.jobs}`],
-    ['jobs failed', String(r.failed)],
-    ['jobs unfinished', String(r.unfinished)],
-    ['queue wait p50 / p95', `${formatDuration(r.queueWaitP50Ms)} / ${formatDuration(r.queueWaitP95Ms)}`],
-    [
-      'runner lifecycle p50 / p95',
-      `${formatDuration(r.runnerLifecycleP50Ms)} / ${formatDuration(r.runnerLifecycleP95Ms)} (${r.runnersSeen} runners)`,
-    ],
-    ['Kubernetes writes per job', `${perJob(r.kubeWrites)} (${r.kubeWrites} in all)`],
-    ['Actions calls per job', `${perJob(r.actionsCalls)} (${r.actionsCalls} in all)`],
-    ['registrations left on the service', String(r.registrationsLeft)],
-    ['pods and secrets left', `${r.podsLeft + r.secretsLeft} (${r.podsLeft} pods, ${r.secretsLeft} secrets)`],
-    ['processes left', String(r.processesLeft)],
-    ['temporary folders left', String(r.tempFoldersLeft)],
-  ];
-  for (const line of r.chaos) rows.push(['chaos', line.replace(/^chaos: /, '')]);
-  return `\n${table(r.aborted ? 'ARO sandbox summary (interrupted)' : 'ARO sandbox summary', rows)}\n`;
 }

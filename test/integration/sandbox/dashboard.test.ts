@@ -7,7 +7,7 @@ import { ManagedProcess } from '../../harness/processes';
 import { createTestNamespace, waitFor } from '../../harness';
 import { bootControllerApp, createRunnerForApp } from '../controller-app/boot';
 import { createScaleSet } from '../ephemeral-runner/fixture';
-import { LISTENER_MAIN, detectCapabilities } from '../../sandbox/capabilities';
+import { LISTENER_MAIN } from '../../sandbox/apps';
 import { freePort } from '../../harness/ports';
 
 const DASHBOARD = join(__dirname, '..', '..', '..', 'charts', 'aro-controller', 'dashboards', 'aro.json');
@@ -49,9 +49,6 @@ function servedBy(metric: string): 'listener' | 'controller' {
   return metric.startsWith('gha_') && !metric.startsWith('gha_controller_') ? 'listener' : 'controller';
 }
 
-// Metrics of controllers that are not in every build yet, with the setup function that brings them.
-const CONTROLLER_METRICS_OF_SCALE_SET_CONTROLLERS = new Set(['gha_controller_running_listeners']);
-
 describe('charts/aro-controller/dashboards/aro.json', () => {
   it('reads metric names out of PromQL', () => {
     expect(
@@ -66,7 +63,6 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
 
   it('queries only metrics the running controller serves', async () => {
     const namespace = await createTestNamespace('dash');
-    const capabilities = await detectCapabilities();
     const sim = await startSimulator();
     // Leader election on and a runner to reconcile: some metrics are registered only once the
     // controller leads (leader_election_*) or has called the Actions service (actions_*).
@@ -87,15 +83,7 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
       );
       const names = served(page);
       const wanted = dashboardMetrics().filter((m) => servedBy(m) === 'controller');
-      const notYet = wanted.filter(
-        (m) => CONTROLLER_METRICS_OF_SCALE_SET_CONTROLLERS.has(m) && !capabilities.scaleSetControllers,
-      );
-      if (notYet.length > 0) {
-        process.stderr.write(
-          `SKIPPED for ${notYet.join(', ')}: the scale-set controllers are not in this build (${capabilities.missingControllers.join(', ')})\n`,
-        );
-      }
-      expect(wanted.filter((m) => !notYet.includes(m) && !names.has(m))).toEqual([]);
+      expect(wanted.filter((m) => !names.has(m))).toEqual([]);
       expect(wanted.length).toBeGreaterThan(5);
     } finally {
       await app.close();
@@ -104,15 +92,6 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
   });
 
   it('queries only metrics the running listener serves', async () => {
-    const capabilities = await detectCapabilities();
-    if (!capabilities.listener) {
-      process.stderr.write(
-        `SKIPPED: apps/listener/src/main.ts is not in this build, so its metrics (${dashboardMetrics()
-          .filter((m) => servedBy(m) === 'listener')
-          .join(', ')}) cannot be checked\n`,
-      );
-      return;
-    }
     const sim = await startSimulator();
     const dir = mkdtempSync(join(tmpdir(), 'aro-dashboard-listener-'));
     let listener: ManagedProcess | undefined;

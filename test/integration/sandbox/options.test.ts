@@ -11,6 +11,7 @@ describe('sandbox options', () => {
       jobs: 40,
       rate: 1,
       maxRunners: 10,
+      minRunners: 0,
       duration: 5,
       chaos: false,
       keep: false,
@@ -19,7 +20,7 @@ describe('sandbox options', () => {
 
   it('reads every flag', () => {
     const o = parseSandboxOptions(
-      '--jobs 20 --rate 2.5 --max-runners 3 --duration 0 --fail-share 0.1 --exit7-share 0.05 --chaos --keep'.split(
+      '--jobs 20 --rate 2.5 --max-runners 3 --min-runners 1 --duration 0 --fail-share 0.1 --exit7-share 0.05 --chaos --keep'.split(
         ' ',
       ),
     );
@@ -27,6 +28,7 @@ describe('sandbox options', () => {
       jobs: 20,
       rate: 2.5,
       maxRunners: 3,
+      minRunners: 1,
       duration: 0,
       failShare: 0.1,
       exit7Share: 0.05,
@@ -41,6 +43,8 @@ describe('sandbox options', () => {
     [['--rate=-1'], '--rate -1: must be a number above 0'],
     [['--fail-share', '1.5'], '--fail-share 1.5: must be between 0 and 1'],
     [['--max-runners', '2.5'], '--max-runners 2.5'],
+    [['--min-runners', '11'], '--min-runners 11: must be a whole number from 0 to --max-runners (10)'],
+    [['--min-runners=-1'], '--min-runners -1'],
     [['--bogus'], "Unknown option '--bogus'"],
   ])('refuses %j, naming the flag', (args, message) => {
     expect(() => parseSandboxOptions(args)).toThrow(OptionsError);

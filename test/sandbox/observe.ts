@@ -1,0 +1,65 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import { KubeClient, PodKind, SecretKind } from '@aro/kube';
+import { CONTROLLER_NAMESPACE, RUNNER_NAMESPACE } from './charts';
+
+// What the sandbox counts and looks at, apart from the run itself.
+// Writes that are not the product's: the kubelet player's pod status and binding, lease renewals (they
+// follow the clock rather than the workload), and the sandbox's own identity checks.
+const NOT_PRODUCT_WRITES =
+  /^(POST|PUT|PATCH|DELETE|APPLY) (pods\/status|pods\/binding|leases|selfsubjectreviews|selfsubjectaccessreviews)$/;
+
+export function kubeWrites(delta: Map<string, number>): number {
+  let writes = 0;
+  for (const [key, n] of delta) {
+    if (/^(POST|PUT|PATCH|DELETE|DELETECOLLECTION|APPLY) /.test(key) && !NOT_PRODUCT_WRITES.test(key))
+      writes += n;
+  }
+  return writes;
+}
+
+/**
+ * What the logs of `logFile` say was refused by RBAC (the chart's roles lack a right the app uses):
+ * the error's message of each such line, as the app logged it.
+ */
+export function forbiddenLines(logFile: string): string[] {
+  if (!existsSync(logFile)) return [];
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => /forbidden/i.test(line))
+    .map((line) => {
+      try {
+        const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
+        return entry.err?.message ?? entry.msg ?? line;
+      } catch {
+        return line;
+      }
+    });
+}
+
+/** Pods in the two namespaces the product works in: runner pods and listener pods. */
+export async function podsIn(kube: KubeClient, labelSelector?: string): Promise<V1Pod[]> {
+  const lists = await Promise.all(
+    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) =>
+      kube.list<V1Pod>(PodKind, { namespace, labelSelector }),
+    ),
+  );
+  return lists.flat();
+}
+
+/** Secrets in the same two: JIT configs, listener configs and the chart's GitHub secret. */
+export async function secretsIn(kube: KubeClient): Promise<V1Secret[]> {
+  const lists = await Promise.all(
+    [RUNNER_NAMESPACE, CONTROLLER_NAMESPACE].map((namespace) =>
+      kube.list<V1Secret>(SecretKind, { namespace }),
+    ),
+  );
+  return lists.flat();
+}
+
+/** The desired count: the EphemeralRunnerSet's replicas, as the listener asked. */
+export async function desiredReplicas(kube: KubeClient): Promise<number> {
+  const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: RUNNER_NAMESPACE });
+  return sets.reduce((sum, s) => sum + (s.spec?.replicas ?? 0), 0);
+}

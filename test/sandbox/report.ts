@@ -1,0 +1,136 @@
+import { formatDuration, table } from './stats';
+
+/** Who a process of the product ran as, asked of the apiserver with the kubeconfig it was given. */
+export interface Identity {
+  who: 'controller' | 'listener';
+  user: string;
+  /** Whether that user may create namespaces (an admin may; the charts grant no such right). */
+  mayCreateNamespaces: boolean;
+}
+
+/** What a run ends with: the summary's figures, for the table and for the test that reads them. */
+export interface SandboxReport {
+  wallMs: number;
+  jobs: number;
+  succeeded: number;
+  failed: number;
+  unfinished: number;
+  queueWaitP50Ms: number;
+  queueWaitP95Ms: number;
+  runnerLifecycleP50Ms: number;
+  runnerLifecycleP95Ms: number;
+  runnersSeen: number;
+  kubeWrites: number;
+  actionsCalls: number;
+  registrationsLeft: number;
+  /** Pods and secrets left in the runner and controller namespaces once the scale set is uninstalled. */
+  podsLeft: number;
+  secretsLeft: number;
+  /** Objects of the scale-set chart still there after its uninstall (`Kind/name`). */
+  chartObjectsLeft: string[];
+  identities: Identity[];
+  /** The distinct RBAC refusals the controllers' and listeners' logs report. */
+  refusals: string[];
+  processesLeft: number;
+  tempFoldersLeft: number;
+  chaos: string[];
+  aborted: boolean;
+  /** Every process the run started (control plane, controllers, listeners), all gone at the end. */
+  pids: number[];
+  /** Every temporary folder the run made (the control plane's run folder holds the sandbox's). */
+  folders: string[];
+}
+
+function identityRow(r: SandboxReport, who: Identity['who']): string {
+  const users = [...new Set(r.identities.filter((i) => i.who === who).map((i) => i.user))];
+  if (users.length === 0) return '(none ran)';
+  const admin = r.identities.some((i) => i.who === who && i.mayCreateNamespaces);
+  return `${users.join(', ')}${admin ? ' (!!! may create namespaces)' : ''}`;
+}
+
+/** The summary table. */
+export function renderReport(r: SandboxReport): string {
+  const perJob = (n: number): string => (r.jobs > 0 ? (n / r.jobs).toFixed(2) : '-');
+  const rows: Array<[string, string]> = [
+    ['wall time of the workload', formatDuration(r.wallMs)],
+    ['jobs done (succeeded)', `${r.succeeded} of ${r.jobs}`],
+    ['jobs failed', String(r.failed)],
+    ['jobs unfinished', String(r.unfinished)],
+    ['queue wait p50 / p95', `${formatDuration(r.queueWaitP50Ms)} / ${formatDuration(r.queueWaitP95Ms)}`],
+    [
+      'runner lifecycle p50 / p95',
+      `${formatDuration(r.runnerLifecycleP50Ms)} / ${formatDuration(r.runnerLifecycleP95Ms)} (${r.runnersSeen} runners)`,
+    ],
+    ['Kubernetes writes per job', `${perJob(r.kubeWrites)} (${r.kubeWrites} in all)`],
+    ['Actions calls per job', `${perJob(r.actionsCalls)} (${r.actionsCalls} in all)`],
+    ['controllers ran as', identityRow(r, 'controller')],
+    ['listeners ran as', identityRow(r, 'listener')],
+    ['RBAC refusals in their logs', String(r.refusals.length)],
+    ['registrations left on the service', String(r.registrationsLeft)],
+    ['pods and secrets left', `${r.podsLeft + r.secretsLeft} (${r.podsLeft} pods, ${r.secretsLeft} secrets)`],
+    [
+      'scale-set chart objects left',
+      r.chartObjectsLeft.length === 0
+        ? '0'
+        : `${r.chartObjectsLeft.length} (${r.chartObjectsLeft.join(', ')})`,
+    ],
+    ['processes left', String(r.processesLeft)],
+    ['temporary folders left', String(r.tempFoldersLeft)],
+  ];
+  for (const line of r.chaos) rows.push(['chaos', line.replace(/^chaos: /, '')]);
+  for (const refusal of r.refusals.slice(0, 3)) {
+    rows.push(['refused', refusal.length > 120 ? `${refusal.slice(0, 120)}...` : refusal]);
+  }
+  return `\n${table(r.aborted ? 'ARO sandbox summary (interrupted)' : 'ARO sandbox summary', rows)}\n`;
+}
+
+/** Whether a report is a clean run: what the summary's bottom rows promise. */
+export function cleanRun(r: SandboxReport): boolean {
+  return (
+    r.failed === 0 &&
+    r.unfinished === 0 &&
+    r.registrationsLeft === 0 &&
+    r.podsLeft + r.secretsLeft === 0 &&
+    r.chartObjectsLeft.length === 0 &&
+    r.refusals.length === 0 &&
+    r.processesLeft === 0 &&
+    r.tempFoldersLeft === 0
+  );
+}
+
+export interface KeepTargets {
+  kubeconfigPath: string;
+  simUrl: string;
+  /** The simulator's usual port, which examples/manifests name. */
+  simulatorPort: number;
+  controllerMetrics: string[];
+  listenerMetrics: string[];
+  lease: { namespace: string; name: string };
+  workDir: string;
+}
+
+/** What `--keep` prints: where everything is, and commands to paste. */
+export function keepInstructions(t: KeepTargets): string {
+  const simHost = new URL(t.simUrl).host;
+  return [
+    '',
+    'Left running (--keep). Ctrl-C stops everything and removes every temporary folder.',
+    `  kubeconfig:         ${t.kubeconfigPath} (admin)`,
+    `  simulator:          ${t.simUrl} (state: ${t.simUrl}/_sim/state)`,
+    `  controller metrics: ${t.controllerMetrics.join(', ')}`,
+    `  listener metrics:   ${t.listenerMetrics.join(', ') || '(no listener running)'}`,
+    `  logs:               ${t.workDir}/*.log, ${t.workDir}/listeners/*/listener.log`,
+    '',
+    'Try:',
+    `  export KUBECONFIG=${t.kubeconfigPath}`,
+    '  kubectl get autoscalingrunnersets,ephemeralrunnersets,ephemeralrunners,pods -n arc-runners',
+    `  kubectl get lease -n ${t.lease.namespace} ${t.lease.name} -o jsonpath='{.spec.holderIdentity}{"\\n"}'`,
+    new URL(t.simUrl).port === String(t.simulatorPort)
+      ? '  kubectl apply -f examples/manifests/'
+      : `  sed 's#127.0.0.1:${t.simulatorPort}#${simHost}#' examples/manifests/*.yaml | kubectl apply -f -   # port ${t.simulatorPort} was taken`,
+    `  curl -s -X POST ${t.simUrl}/_sim/jobs -H 'content-type: application/json' -d '{"labels":["sandbox"],"repo":"octo/hello"}'`,
+    `  curl -s ${t.simUrl}/_sim/runners`,
+    `  curl -s ${t.controllerMetrics[0] ?? ''} | grep -E '^(gha|aro)_'`,
+    '',
+  ].join('\n');
+}
