@@ -145,6 +145,18 @@ by the scale-set chart's manager Role in a runner namespace, by the listener Rol
   verbs: [list, watch]
 {{- end }}
 
+{{/*
+Lifting the cleanup-protection finalizer of an aro-scale-set release's manager Role and RoleBinding once
+its set is gone. Those two grant the controller its rights in the set's namespace, so after `helm
+uninstall` deleted them the last of them can only be released through a right granted here. Patching a
+Role's finalizers needs no escalate: the apiserver lets a change of only finalizers through.
+*/}}
+{{- define "aro-controller.rules.releaseProtection" -}}
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, patch]
+{{- end }}
+
 {{/* Kubernetes Events on the runners (core v1, what `kubectl describe` shows). */}}
 {{- define "aro-controller.rules.events" -}}
 - apiGroups: [""]

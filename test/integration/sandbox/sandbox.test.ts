@@ -22,11 +22,6 @@ async function run(args: string[]): Promise<{ report: SandboxReport; output: str
   return { report, output };
 }
 
-/** What the uninstall bug described below leaves behind, and what the controller logs meanwhile. */
-const KNOWN_STUCK = ['Role/sandbox-aro-rs-manager', 'AutoscalingRunnerSet/sandbox'];
-const KNOWN_UNINSTALL_REFUSAL =
-  /^(get|patch) (Role\.rbac\.authorization\.k8s\.io|RoleBinding\.rbac\.authorization\.k8s\.io|ServiceAccount|Secret) arc-runners\/sandbox-aro-rs-[a-z-]+ failed: .* is forbidden: /;
-
 /** What every run must end with: nothing left on the service, in the cluster or on the machine. */
 function expectNothingLeft(report: SandboxReport): void {
   expect(report).toMatchObject({
@@ -104,19 +99,16 @@ describe('npm run sandbox -- --jobs 20', () => {
   });
 
   /*
-   * Known product bug, found by the sandbox: with the charts' RBAC, `helm uninstall` of a scale set
-   * usually leaves the AutoscalingRunnerSet and its manager Role behind for good. The controller releases
-   * the chart's protected objects in upstream's order, the manager RoleBinding before the manager Role;
-   * once the binding is gone it may no longer get or patch the Role, nor read the others on a retry (the
-   * aro-controller ClusterRole grants roles and serviceaccounts only list and watch), so the Role keeps
-   * its finalizer and the set its own. Whether the Role's patch beats the apiserver's RBAC cache is a
-   * race, so a run may also end clean. Until the chart (or the controller) is fixed this test tolerates
-   * exactly that bug's traces and nothing else: any other refusal, in the workload or the uninstall, or
-   * any other object left, fails it. Once fixed, expect both lists empty.
+   * Found by the sandbox, fixed: with the charts' RBAC, `helm uninstall` of a scale set left the
+   * AutoscalingRunnerSet and its manager Role behind for good. The controller releases the chart's
+   * protected objects with the manager RoleBinding and Role last; once the binding is gone its rights in
+   * the namespace are gone, so the Role's finalizer is lifted through the aro-controller chart's own
+   * get/patch on roles, and a retry no longer re-reads the objects it released before (now refused).
+   * Whether the uninstall races the RBAC cache varies from run to run, so the chaos run checks it too.
    */
-  it("meets no RBAC refusal and leaves no chart object but the known uninstall bug's", () => {
-    expect(report.chartObjectsLeft.filter((o) => !KNOWN_STUCK.includes(o))).toEqual([]);
-    expect(report.refusals.filter((r) => !KNOWN_UNINSTALL_REFUSAL.test(r))).toEqual([]);
+  it('meets no RBAC refusal and leaves no chart object after helm uninstall', () => {
+    expect(report.chartObjectsLeft).toEqual([]);
+    expect(report.refusals).toEqual([]);
   });
 });
 
@@ -138,7 +130,8 @@ describe('npm run sandbox -- --jobs 20 --chaos', () => {
     expect(report).toMatchObject({ succeeded: 20, failed: 0, unfinished: 0 });
     expect(report.runnersSeen).toBeGreaterThanOrEqual(20);
     expectChartIdentities(report);
-    expect(report.refusals.filter((r) => !KNOWN_UNINSTALL_REFUSAL.test(r))).toEqual([]);
+    expect(report.refusals).toEqual([]);
+    expect(report.chartObjectsLeft).toEqual([]);
     expectNothingLeft(report);
   });
 });

@@ -76,8 +76,12 @@ export class ScaleSetFinalizer {
           err instanceof Error && 'statusCode' in err && (err as { statusCode?: number }).statusCode === 404;
         if (!isGone) return this.status.recordFailure(ars, key, err, log);
       }
+      // Both go: a pass after this one (the cleanup protection below can be cut short) must see a set
+      // with no scale set left, not one that lost its ID and would be looked up by name.
       await this.ctx.deps.client.mergePatch(AutoscalingRunnerSetKind, namespace, name, {
-        metadata: { annotations: { [Annotations.runnerScaleSetId]: null } },
+        metadata: {
+          annotations: { [Annotations.runnerScaleSetId]: null, [Annotations.runnerScaleSetName]: null },
+        },
       });
     }
     await removeCleanupProtection(this.ctx.deps.client, ars, log);
