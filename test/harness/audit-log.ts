@@ -30,3 +30,45 @@ export async function auditCounts(
   }
   return { counts, lines };
 }
+
+/** One request as the audit log recorded it (Metadata level: who, what, on which object, answer). */
+export interface AuditedRequest {
+  user: string;
+  verb: string;
+  /** `resource[/subresource]`, or `(non-resource)`. */
+  resource: string;
+  namespace?: string;
+  name?: string;
+  code?: number;
+}
+
+/** Every completed request in the audit log past `fromLine`, in the order the apiserver logged them. */
+export async function auditedRequests(
+  path: string,
+  fromLine = 0,
+): Promise<{ requests: AuditedRequest[]; lines: number }> {
+  const requests: AuditedRequest[] = [];
+  let lines = 0;
+  const rl = createInterface({ input: createReadStream(path) });
+  for await (const line of rl) {
+    if (lines++ < fromLine) continue;
+    const event = JSON.parse(line) as {
+      verb: string;
+      stage: string;
+      user: { username: string };
+      objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+      responseStatus?: { code?: number };
+    };
+    if (event.stage !== 'ResponseComplete') continue;
+    const ref = event.objectRef;
+    requests.push({
+      user: event.user.username,
+      verb: event.verb,
+      resource: `${ref?.resource ?? '(non-resource)'}${ref?.subresource ? `/${ref.subresource}` : ''}`,
+      namespace: ref?.namespace,
+      name: ref?.name,
+      code: event.responseStatus?.code,
+    });
+  }
+  return { requests, lines };
+}

@@ -35,8 +35,12 @@ export const controllerEnvSchema = z
     LEASE_DURATION_SECONDS: seconds(15).refine((v) => v > 0, 'must be > 0'),
     RENEW_DEADLINE_SECONDS: seconds(10).refine((v) => v > 0, 'must be > 0'),
     RETRY_PERIOD_SECONDS: seconds(2).refine((v) => v > 0, 'must be > 0'),
-    /** all: every transition and failure; failures: only what a user must act on; none. */
-    EVENTS: z.enum(['all', 'failures', 'none']).default('all'),
+    /**
+     * all: every transition and failure; failures: only what a user must act on; none. failures by
+     * default: the three transition Events of every successful runner would take it past its budget
+     * of 10 API writes (docs/performance.md), and the status already records each transition.
+     */
+    EVENTS: z.enum(['all', 'failures', 'none']).default('failures'),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
     LOG_FORMAT: z.enum(['json', 'text']).default('json'),
     /** /healthz, /readyz and /metrics are served here, on every replica. */

@@ -2,8 +2,8 @@ import { Test } from '@nestjs/testing';
 import { ALL_KINDS, API_VERSION, ApiModule, apiVersionOf, crdManifestPaths, crdManifests } from './index';
 
 describe('@aro/api', () => {
-  it('has a CRD manifest for every kind descriptor, with matching group, version and plural', () => {
-    const served = crdManifests().map((crd) => ({
+  it('has a CRD manifest for every kind descriptor, with matching group, version and plural', async () => {
+    const served = (await crdManifests()).map((crd) => ({
       group: crd.spec.group,
       version: crd.spec.versions[0].name,
       kind: crd.spec.names.kind,

@@ -5,11 +5,11 @@ import {
   Module,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { LOGGER, type Logger } from '@aro/observability';
 import { InformerCache } from './cache';
 import { KubeClient } from './client';
+import { type KubeConfigSource, loadKubeConfigSource } from './client/kubeconfig';
 import type { LeaderElectionOptions } from './leaderelection';
 import { Manager } from './manager/manager';
 import { MANAGER_START_MODE, ManagerLifecycle, type ManagerStartMode } from './manager/nest';
@@ -17,7 +17,7 @@ import type { Clock } from './queue';
 
 export interface KubeModuleOptions {
   /** A kubeconfig already loaded (tests); otherwise `kubeconfigPath`, then in-cluster or ~/.kube/config. */
-  kubeConfig?: KubeConfig;
+  kubeConfig?: KubeConfigSource;
   kubeconfigPath?: string;
   /** User-Agent and field manager of every request the app makes. */
   userAgent?: string;
@@ -43,12 +43,9 @@ export const { ConfigurableModuleClass: KubeConfigurableModule, MODULE_OPTIONS_T
     .setClassMethodName('forRoot')
     .build();
 
-function loadKubeConfig(opts: KubeModuleOptions): KubeConfig {
-  if (opts.kubeConfig) return opts.kubeConfig;
-  const kc = new KubeConfig();
-  if (opts.kubeconfigPath) kc.loadFromFile(opts.kubeconfigPath);
-  else kc.loadFromDefault();
-  return kc;
+/** Read without client-node where it can be (see kubeconfig.ts): it holds ~30 MiB the app never uses. */
+async function loadKubeConfig(opts: KubeModuleOptions): Promise<KubeConfigSource> {
+  return opts.kubeConfig ?? loadKubeConfigSource(opts.kubeconfigPath);
 }
 
 /** Releases the client's keep-alive sockets once the manager (stopped before) no longer uses them. */
@@ -77,8 +74,8 @@ class KubeClientCloser implements OnApplicationShutdown {
     {
       provide: KubeClient,
       inject: [KUBE_MODULE_OPTIONS, LOGGER],
-      useFactory: (opts: KubeModuleOptions, logger: Logger) =>
-        new KubeClient(loadKubeConfig(opts), {
+      useFactory: async (opts: KubeModuleOptions, logger: Logger) =>
+        new KubeClient(await loadKubeConfig(opts), {
           userAgent: opts.userAgent,
           fieldManager: opts.fieldManager,
           logger,

@@ -1,13 +1,16 @@
-import type { V1Namespace } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Namespace } from '@kubernetes/client-node';
 import { EphemeralRunnerKind } from '@aro/api';
-import { KubeClient, NamespaceKind } from '@aro/kube';
+import { ConfigMapKind, KubeClient, NamespaceKind, isNotFound } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import {
+  type AuditedRequest,
   ControlPlane,
   apiserverRequestCounts,
+  auditedRequests,
   requestCountDelta,
   runnerContainerRunning,
   runnerContainerTerminated,
+  waitFor,
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
 import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
@@ -21,6 +24,7 @@ const TEST_ONLY = new Set([
   'PATCH pods/status',
 ]);
 const RUNNER_RESOURCES = /^(POST|PUT|PATCH|DELETE|APPLY) (ephemeralrunners|pods|secrets)(\/|$)/;
+const NAMESPACE = 'cost';
 
 describe('The cost of one runner', () => {
   let cp: ControlPlane;
@@ -30,16 +34,24 @@ describe('The cost of one runner', () => {
 
   beforeAll(async () => {
     // A control plane of its own: apiserver_request_total counts every client, and the shared one
-    // serves other suites running in parallel.
+    // serves other suites running in parallel. Its audit log names the object of each request, which
+    // is how a runner's own secret reads are told from any other.
     cp = await ControlPlane.start({
       crdPaths: CRD_PATHS,
       withoutControllerManager: true,
+      auditLog: true,
       log: () => undefined,
     });
     sharedKubeconfig = process.env.ARO_TEST_KUBECONFIG;
     // The harness's kubelet stand-in acts on the control plane this variable names.
     process.env.ARO_TEST_KUBECONFIG = cp.info.kubeconfigPath;
     sim = await startTestSimulator();
+    const kubeConfig = cp.kubeConfig();
+    await new KubeClient(kubeConfig).create<V1Namespace>(NamespaceKind, { metadata: { name: NAMESPACE } });
+    // The default Event setting: the fixture leaves EVENTS to the controller's configuration.
+    f = await startControllerFixture(sim, { kubeConfig, namespace: NAMESPACE });
+    // Warm the controller's Actions client: its one-time admin handshake is not a per-runner cost.
+    await f.controller.sweep.sweepOnce();
   });
   afterAll(async () => {
     await f?.stop();
@@ -49,28 +61,45 @@ describe('The cost of one runner', () => {
     else process.env.ARO_TEST_KUBECONFIG = sharedKubeconfig;
   });
 
-  it('costs at most 10 Kubernetes writes and exactly 1 Actions service call from creation to deletion', async () => {
-    const kubeConfig = cp.kubeConfig();
-    const namespace = 'cost';
-    await new KubeClient(kubeConfig).create<V1Namespace>(NamespaceKind, { metadata: { name: namespace } });
-    f = await startControllerFixture(sim, { kubeConfig, namespace });
-    // Warm the controller's Actions client: its one-time admin handshake is not a per-runner cost.
-    await f.controller.sweep.sweepOnce();
+  /** One successful runner from creation to deletion: registered, job assigned, exit 0, gone. */
+  async function runToCompletion(name: string): Promise<void> {
+    await f.createRunner(name);
+    await f.waitForPod(name, (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(NAMESPACE, name);
+    await f.waitForRunner(name, (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    // The listener records the job it assigned: one status patch that is the listener's, not ours.
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, NAMESPACE, name, { status: { jobId: `job-${name}` } });
+    await f.waitForRunner(name, (r) => r?.status?.phase === 'Running', 'phase Running');
+    sim.runnerExited(name, 0);
+    await runnerContainerTerminated(NAMESPACE, name, 0, { phase: 'Succeeded' });
+    await f.waitForRunner(name, (r) => r === undefined, 'the EphemeralRunner gone');
+    await f.waitForPod(name, (p) => p === undefined, 'the pod gone');
+  }
 
+  /**
+   * The audit log up to now. The log is written in batches, so the test makes one request of its own
+   * (a read of a ConfigMap no one else names) and reads until it appears: everything answered before
+   * it is then in the log.
+   */
+  async function auditLogUpToNow(): Promise<AuditedRequest[]> {
+    const marker = `audit-marker-${Date.now()}`;
+    await f.kube.get<V1ConfigMap>(ConfigMapKind, NAMESPACE, marker).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+    return waitFor(
+      async () => {
+        const { requests } = await auditedRequests(cp.info.auditLogPath!);
+        return requests.some((r) => r.resource === 'configmaps' && r.name === marker) ? requests : undefined;
+      },
+      { timeoutMs: 60_000, description: `the audit log to record the read of configmap ${marker}` },
+    );
+  }
+
+  it('costs at most 10 Kubernetes writes, Events included, and exactly 1 Actions service call from creation to deletion', async () => {
     const before = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
 
-    await f.createRunner('costly');
-    await f.waitForPod('costly', (p) => p !== undefined, 'the runner pod');
-    await runnerContainerRunning(namespace, 'costly');
-    await f.waitForRunner('costly', (r) => r?.status?.phase === 'Pending', 'phase Pending');
-    // The listener records the job it assigned: one status patch that is the listener's, not ours.
-    await f.kube.mergePatchStatus(EphemeralRunnerKind, namespace, 'costly', { status: { jobId: 'job-1' } });
-    await f.waitForRunner('costly', (r) => r?.status?.phase === 'Running', 'phase Running');
-    sim.runnerExited('costly', 0);
-    await runnerContainerTerminated(namespace, 'costly', 0, { phase: 'Succeeded' });
-    await f.waitForRunner('costly', (r) => r === undefined, 'the EphemeralRunner gone');
-    await f.waitForPod('costly', (p) => p === undefined, 'the pod gone');
+    await runToCompletion('costly');
     // Let late requests (an event, a stray retry) land before counting.
     await new Promise((r) => setTimeout(r, 1_000));
 
@@ -97,15 +126,42 @@ describe('The cost of one runner', () => {
     const report = [
       'Cost of one successful runner (created, job assigned, exit 0, deleted):',
       ...runnerWrites.sort().map(([key, n]) => `  ${key}: ${n}`),
-      `  = ${total} Kubernetes writes by the controller (budget 10)`,
-      `  + ${events} Event creates (EVENTS=all; none with EVENTS=none)`,
+      `  + ${events} Event creates (the default EVENTS setting)`,
+      `  = ${total + events} Kubernetes writes by the controller (budget 10)`,
       ...actionsCalls.map(([route, n]) => `  Actions: ${route}: ${n}`),
       `  = ${actionsTotal} Actions service call(s) (budget 1)`,
     ].join('\n');
     console.log(report);
 
-    expect(total).toBeLessThanOrEqual(10);
+    expect(total + events).toBeLessThanOrEqual(10);
     expect(actionsTotal).toBe(1);
     expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(1);
+  });
+
+  it('reads the jitconfig secret of a runner at most twice from creation to deletion, several runners at once', async () => {
+    const names = ['reads-a', 'reads-b', 'reads-c', 'reads-d'];
+    await Promise.all(names.map((name) => runToCompletion(name)));
+    // Let late requests (a reconcile racing the deletion) land before counting.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const requests = await auditLogUpToNow();
+
+    const ofSecret = (name: string, verb: string) =>
+      requests.filter(
+        (r) => r.verb === verb && r.resource === 'secrets' && r.namespace === NAMESPACE && r.name === name,
+      ).length;
+    const perRunner = names.map((name) => ({
+      name,
+      reads: ofSecret(name, 'get'),
+      deletes: ofSecret(name, 'delete'),
+    }));
+    console.log(
+      [
+        'Requests for the jitconfig secret per runner (audit log):',
+        ...perRunner.map((r) => `  ${r.name}: ${r.reads} get, ${r.deletes} delete`),
+      ].join('\n'),
+    );
+    // Evidence that the log holds each runner's whole life: the cleanup deleted its secret.
+    expect(perRunner.filter((r) => r.deletes === 0).map((r) => r.name)).toEqual([]);
+    expect(perRunner.filter((r) => r.reads > 2)).toEqual([]);
   });
 });

@@ -180,8 +180,8 @@ describe('EphemeralRunner lifecycle', () => {
   it('treats a Failed pod whose runner container exited 0 as success (scenarios 8, 9)', async () => {
     // No job assigned: the wrong path (a failure without a job) would recreate the pod and keep the
     // runner, and a failure with a job would delete it too but through a removal; only success ends
-    // with a RunnerSucceeded event and no removal call.
-    f = await suite.start();
+    // with a RunnerSucceeded event and no removal call (transitions are Events with EVENTS=all).
+    f = await suite.start({ config: { events: 'all' } });
     await f.createRunner('runner-i');
     await f.waitForPod('runner-i', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'runner-i');

@@ -2,7 +2,7 @@ import type { CoreV1Event, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { EventKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
-import { waitFor } from '../../harness';
+import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
 import {
   ControllerFixture,
   controllerSuite,
@@ -83,6 +83,35 @@ describe('EphemeralRunner registration', () => {
     expect((await reconcileCounts(f)).errors).toBe(0);
     expect(b64((await f.secret('reg-d'))?.data?.runnerId)).toBe('-4');
     expect(suite.sim.runner('reg-d')).toBeUndefined();
+  });
+
+  it('registers the runner again when its jitconfig secret was deleted before the next pod is created', async () => {
+    f = await suite.start();
+    await f.createRunner('reg-h');
+    const firstPod = await f.waitForPod('reg-h', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, 'reg-h');
+    const pending = await f.waitForRunner('reg-h', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const firstId = pending?.status?.runnerId;
+    expect(firstId).toBe(suite.sim.runner('reg-h')?.id);
+
+    // The pod already started from the secret; the next one cannot start without it.
+    await f.kube.delete(SecretKind, f.namespace, 'reg-h');
+    await runnerContainerTerminated(f.namespace, 'reg-h', 1, { phase: 'Failed', reason: 'Error' });
+    const secondPod = await f.waitForPod(
+      'reg-h',
+      (p) => p !== undefined && p.metadata?.uid !== firstPod?.metadata?.uid,
+      'a new pod with another UID',
+    );
+    const secret = await f.secret('reg-h');
+    const registration = suite.sim.runner('reg-h');
+    expect(registration?.id).toBeDefined();
+    expect(registration?.id).not.toBe(firstId);
+    expect(b64(secret?.data?.runnerId)).toBe(String(registration?.id));
+    const jitEnv = secondPod?.spec?.containers
+      .find((c) => c.name === 'runner')
+      ?.env?.find((e) => e.valueFrom?.secretKeyRef?.name === 'reg-h');
+    expect(jitEnv).toBeDefined();
+    expect(suite.sim.registrations().filter((r) => r.name === 'reg-h')).toHaveLength(1);
   });
 
   it('defaults the uncached reader to the client: an invalid jitconfig secret without a pod is replaced', async () => {

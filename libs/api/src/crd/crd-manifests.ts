@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { V1CustomResourceDefinition, loadYaml } from '@kubernetes/client-node';
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 
 /**
  * libs/api/crds: beside the sources when running from the repo, otherwise the nearest ancestor holding
@@ -24,7 +24,10 @@ export const CRD_DIRECTORY = findCrdDirectory();
  * Do not build CRDs for client-node from plain JSON: its serializer drops `x-kubernetes-*` keys it cannot
  * map to model properties, and the apiserver would then refuse the schema.
  */
-export function crdManifests(directory = CRD_DIRECTORY): V1CustomResourceDefinition[] {
+export async function crdManifests(directory = CRD_DIRECTORY): Promise<V1CustomResourceDefinition[]> {
+  // Loaded here, not at the top: this module is in @aro/api's barrel, and client-node holds ~30 MiB
+  // in every process that imports it, which the controller (which never reads CRD files) must not pay.
+  const { loadYaml } = await import('@kubernetes/client-node');
   const files = readdirSync(directory)
     .filter((name) => name.endsWith('.yaml'))
     .sort();

@@ -40,16 +40,16 @@ describe('committed CRD manifests', () => {
     }
   });
 
-  it('survive client-node deserialisation without losing a keyword', () => {
-    for (const crd of crdManifests()) {
+  it('survive client-node deserialisation without losing a keyword', async () => {
+    for (const crd of await crdManifests()) {
       const file = join(CRD_DIRECTORY, `${crd.spec.group}_${crd.spec.names.plural}.yaml`);
       const body = readFileSync(file, 'utf8').slice(GENERATED_HEADER.length + '---\n'.length);
       expect(dumpYaml(crd, { sortKeys: true, lineWidth: -1, noRefs: true })).toBe(body);
     }
   });
 
-  it('define the four upstream kinds in actions.github.com/v1alpha1, namespaced, without short names', () => {
-    const manifests = crdManifests();
+  it('define the four upstream kinds in actions.github.com/v1alpha1, namespaced, without short names', async () => {
+    const manifests = await crdManifests();
     expect(
       manifests.map((c) => [
         c.metadata?.name,

@@ -28,19 +28,17 @@ export class RunnerCleanup {
       }
     }
 
-    let secret: V1Secret | undefined;
-    try {
-      secret = await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    if (secret && !isBeingDeleted(secret)) {
+    // Deleted without reading it first: the read only told whether a delete was due, and a delete of
+    // a secret already gone answers NotFound at the same cost. Once deleted by this process, a later
+    // pass (the finalizer after the finished branch) has nothing to ask.
+    if (!this.ctx.jitSecrets.secretDeleted(runner)) {
       log.info('Deleting the jitconfig secret');
       try {
         await this.ctx.deps.client.delete(SecretKind, namespace, name).catch(ignoreNotFound);
       } catch (err) {
         throw new Error(`failed to delete the jitconfig secret: ${describe(err)}`, { cause: err });
       }
+      this.ctx.jitSecrets.markSecretDeleted(runner);
     }
   }
 

@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
   EPHEMERAL_RUNNER_FINALIZER,
@@ -27,6 +27,7 @@ import { CreationExpectations } from './creation-expectations';
 import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs } from './failure-backoff';
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
+import { KnownJitSecrets } from './known-jit-secrets';
 import { isBeingDeleted } from './pod-state';
 import {
   type EphemeralRunnerReconcilerDeps,
@@ -38,7 +39,6 @@ import {
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
-import { runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
 import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';
 
@@ -83,6 +83,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       backoffBaseMs: options.failureBackoffBaseMs ?? DEFAULT_FAILURE_BACKOFF_BASE_MS,
       userAgent: options.userAgent,
       slowRetries: new SlowRetries(),
+      jitSecrets: new KnownJitSecrets(),
     };
     this.podCreations = new CreationExpectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
@@ -108,6 +109,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       );
       this.status.forget(key);
       this.ctx.slowRetries.reset(key);
+      this.ctx.jitSecrets.forget(key);
       this.registration.forget(key);
       return done;
     }
@@ -211,26 +213,36 @@ export class EphemeralRunnerReconciler implements Reconciler {
     return done;
   }
 
-  /** A live runner with its finalizers: registration and secret, pod, and a status that mirrors it. */
+  /**
+   * A live runner with its finalizers: registration and secret, pod, and a status that mirrors it.
+   *
+   * The jitconfig secret is read from the API where the seed's guarantees need its answer, and
+   * nowhere else: before a pod is created from it (a deleted secret re-registers the runner, a corrupt
+   * one is replaced while no pod uses it), and for the registration it records while the status has
+   * none and this controller does not already know it from the secret it wrote (KnownJitSecrets).
+   * A runner whose status carries its ID and whose pod exists does not need the secret at all.
+   */
   private async drive(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result> {
     const { namespace = '', name = '' } = runner.metadata ?? {};
     const key = `${namespace}/${name}`;
-    const secretResult = await this.secrets.ensure(runner, signal, log);
-    if ('result' in secretResult) return secretResult.result;
-    const secret = secretResult.secret;
-
+    let fresh: V1Secret | undefined;
     let initialRunnerId = 0;
     let initialRunnerName = '';
-    if (!runner.status?.runnerId) {
-      try {
-        initialRunnerId = runnerIdFromSecret(secret);
-        initialRunnerName = runnerNameFromSecret(secret);
-      } catch (err) {
-        return this.secrets.replaceCorrupt(runner, secret, err, log);
+    if (runner.status?.runnerId) {
+      this.ctx.jitSecrets.published(runner);
+    } else {
+      let identity = this.ctx.jitSecrets.identity(runner);
+      if (!identity) {
+        const read = await this.secrets.fresh(runner, signal, log);
+        if ('result' in read) return read.result;
+        fresh = read.secret;
+        identity = read.identity;
+        // Registered, with a usable secret: whatever was failing slowly has been fixed.
+        this.ctx.slowRetries.reset(key);
       }
+      initialRunnerId = identity?.runnerId ?? 0;
+      initialRunnerName = identity?.runnerName ?? '';
     }
-    // Registered, with a usable secret: whatever was failing slowly has been fixed.
-    this.ctx.slowRetries.reset(key);
 
     const failures = failureCount(runner.status);
     if (failures > this.ctx.maxFailures) {
@@ -273,9 +285,17 @@ export class EphemeralRunnerReconciler implements Reconciler {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);
       }
-      return this.pods.create(runner, secret, signal, log);
+      if (!fresh) {
+        const read = await this.secrets.fresh(runner, signal, log);
+        if ('result' in read) return read.result;
+        fresh = read.secret;
+        this.ctx.slowRetries.reset(key);
+      }
+      return this.pods.create(runner, fresh, signal, log);
     }
 
+    // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
+    this.ctx.slowRetries.reset(key);
     return this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log);
   }
 }

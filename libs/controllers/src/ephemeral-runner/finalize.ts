@@ -59,8 +59,11 @@ export class RunnerFinalization {
           this.ctx.deps.actions.getActionsClient(runner, signal),
         );
         // Resolved before the finalizer goes: recovering an ID the status never recorded reads the
-        // jitconfig secret, which the cleanup below deletes.
-        runnerId = await registeredRunnerId(runner, this.ctx.deps.client, getClient, log, signal);
+        // jitconfig secret, which the cleanup below deletes. The secret this controller wrote for the
+        // runner already told it that ID, and saves the read.
+        const known = runner.status?.runnerId ? undefined : this.ctx.jitSecrets.identity(runner);
+        runnerId =
+          known?.runnerId ?? (await registeredRunnerId(runner, this.ctx.deps.client, getClient, log, signal));
         if (runnerId !== 0) {
           try {
             if (

@@ -17,8 +17,12 @@ import {
 } from './reconciler-context';
 import { isUnfixableByRetry } from './config-failure';
 import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
-import { buildJitSecret } from './runner-resources';
+import type { JitIdentity } from './known-jit-secrets';
+import { buildJitSecret, runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
+
+/** The secret as the API holds it now, and the registration it records while the status has none. */
+export type FreshJitSecret = { secret: V1Secret; identity?: JitIdentity } | { result: Result };
 
 /** The runner's registration, as the jitconfig secret the runner pod starts from. */
 export class JitSecrets {
@@ -26,6 +30,27 @@ export class JitSecrets {
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
   ) {}
+
+  /**
+   * The secret read from the API (registering the runner and creating it when it is missing), and,
+   * while the status records no runner ID, the registration it holds. A secret whose runner ID is
+   * unusable is replaced when no pod uses it (see replaceCorrupt), which ends the pass.
+   */
+  async fresh(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<FreshJitSecret> {
+    const ensured = await this.ensure(runner, signal, log);
+    if ('result' in ensured) return ensured;
+    const secret = ensured.secret;
+    // As the seed: the ID in the secret is looked at only while the status has none to say.
+    if (runner.status?.runnerId) return { secret };
+    let identity: JitIdentity;
+    try {
+      identity = { runnerId: runnerIdFromSecret(secret), runnerName: runnerNameFromSecret(secret) };
+    } catch (err) {
+      return { result: await this.replaceCorrupt(runner, secret, err, log) };
+    }
+    this.ctx.jitSecrets.remember(runner, identity);
+    return { secret, identity };
+  }
 
   async ensure(
     runner: EphemeralRunner,
@@ -132,6 +157,7 @@ export class JitSecrets {
       await this.ctx.deps.client.delete(SecretKind, namespace, name, {
         preconditions: secret.metadata?.uid ? { uid: secret.metadata.uid } : undefined,
       });
+      this.ctx.jitSecrets.forget(`${namespace}/${name}`);
       return requeueAfter(REGISTRATION_RETRY_MS);
     }
     // The pod exists, so the secret may be what a live runner started from: neither is touched. Only

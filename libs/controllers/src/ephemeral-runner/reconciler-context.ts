@@ -3,6 +3,7 @@ import type { KubeApi, Reader, Result } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
+import type { KnownJitSecrets } from './known-jit-secrets';
 import type { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import type { SlowRetries } from './slow-retry';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
@@ -38,7 +39,7 @@ export interface EphemeralRunnerReconcilerOptions {
 }
 
 export interface EphemeralRunnerReconcilerDeps {
-  /** Writes, and the uncached reads of secrets (which are never cached, as upstream). */
+  /** Writes, and the uncached reads of secrets (never cached, as upstream; see KnownJitSecrets). */
   client: KubeApi;
   /** The informer cache, for EphemeralRunners and their pods. */
   cache: Reader;
@@ -64,6 +65,8 @@ export interface RunnerContext {
   userAgent: string;
   /** Per-runner spacing of the retries of failures a retry cannot fix soon. */
   slowRetries: SlowRetries;
+  /** What this controller knows of each runner's jitconfig secret without reading it again. */
+  jitSecrets: KnownJitSecrets;
 }
 
 export const done: Result = {};

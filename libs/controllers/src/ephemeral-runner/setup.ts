@@ -69,7 +69,7 @@ export function setupEphemeralRunnerController(
 ): EphemeralRunnerController {
   const registry = parts.registry ?? metricsRegistry();
   const logger = parts.logger;
-  const eventsMode = config.events ?? 'all';
+  const eventsMode = config.events ?? 'failures';
   const recorder =
     eventsMode === 'none'
       ? undefined

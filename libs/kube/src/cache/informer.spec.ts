@@ -18,7 +18,13 @@ import { Informer, type InformerEvent, type InformerOptions } from './informer';
 type WatchBehaviour = 'stream' | 'gone-event' | 'gone-http' | 'error-500' | 'silent';
 
 interface Pod extends KubeObject {
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    managedFields?: object[];
+  };
   spec?: { n?: number };
 }
 
@@ -51,7 +57,14 @@ class FakeApiServer {
     const pod: Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name, namespace: 'ns', resourceVersion: String(++this.rv), labels },
+      metadata: {
+        name,
+        namespace: 'ns',
+        resourceVersion: String(++this.rv),
+        labels,
+        // As the real server answers every object since server-side apply.
+        managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
+      },
       spec,
     };
     this.objects.set(name, pod);
@@ -237,6 +250,17 @@ describe('Informer (against a scripted API server)', () => {
     await informer?.stop();
     client.close();
     await server.close();
+  });
+
+  it('keeps no managedFields in its store, from the list or from a watch event', async () => {
+    server.upsert('listed');
+    await startInformer();
+    await eventually(() => expect(server.openWatches).toBe(1));
+    server.upsert('watched');
+    await eventually(() => expect(informer.get('ns', 'watched')).toBeDefined());
+    expect(informer.get('ns', 'listed')?.metadata).not.toHaveProperty('managedFields');
+    expect(informer.get('ns', 'watched')?.metadata).not.toHaveProperty('managedFields');
+    expect(informer.get('ns', 'watched')?.metadata.resourceVersion).toBeDefined();
   });
 
   function summary(): string[] {

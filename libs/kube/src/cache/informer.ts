@@ -465,6 +465,9 @@ export class Informer<T extends KubeObject> {
   }
 
   private put(key: string, object: T): void {
+    // managedFields (server-side apply bookkeeping, about a kilobyte a pod) is read by no controller:
+    // dropped as the object enters the store, it costs nothing per cached object.
+    if (object.metadata?.managedFields) delete object.metadata.managedFields;
     this.store.set(key, object);
     for (const index of this.indexes.values()) this.indexObject(index, key, object);
   }

@@ -16,3 +16,13 @@ export { KubeClient, type KubeClientOptions } from './kube-client';
 export type { KubeApi } from './kube-api';
 export { resourcePath } from './paths';
 export { checkKubeConfig, KubeConfigError } from './kubeconfig-check';
+export {
+  type KubeCluster,
+  type KubeConfigSource,
+  type KubeContext,
+  type KubeUser,
+  LeanKubeConfig,
+  inClusterKubeConfig,
+  jsonKubeConfigFile,
+  loadKubeConfigSource,
+} from './kubeconfig';

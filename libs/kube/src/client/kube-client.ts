@@ -1,5 +1,6 @@
 import { apiVersionOf, type ResourceKind } from '@aro/api';
-import type { KubeConfig, V1Status } from '@kubernetes/client-node';
+import type { V1Status } from '@kubernetes/client-node';
+import type { KubeConfigSource } from './kubeconfig';
 import { silentLogger, type Logger } from '@aro/observability';
 import { KubeApiError, type RequestContext } from './errors';
 import { queryString, resourcePath } from './paths';
@@ -38,7 +39,7 @@ export class KubeClient implements Reader {
   private readonly fieldManager: string;
   private readonly log: Logger;
 
-  constructor(kubeConfig: KubeConfig, opts: KubeClientOptions = {}) {
+  constructor(kubeConfig: KubeConfigSource, opts: KubeClientOptions = {}) {
     this.transport = new HttpTransport(kubeConfig, {
       requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
       userAgent: opts.userAgent ?? 'aro',

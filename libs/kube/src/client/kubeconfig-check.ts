@@ -1,5 +1,5 @@
 import { accessSync, constants } from 'node:fs';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfigSource } from './kubeconfig';
 
 /** A kubeconfig the client cannot use; the message says what to change. */
 export class KubeConfigError extends Error {
@@ -28,7 +28,7 @@ function readable(path: string): boolean {
  * tokens in clear to whatever answers; setting the flag says the plain-HTTP endpoint (a `kubectl
  * proxy`, a test server) is meant.
  */
-export function checkKubeConfig(kubeConfig: KubeConfig): void {
+export function checkKubeConfig(kubeConfig: KubeConfigSource): void {
   const contextName = kubeConfig.getCurrentContext();
   const where = `kubeconfig context "${contextName || '(none)'}"`;
   const context = contextName ? kubeConfig.getContextObject(contextName) : null;

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfigSource } from './kubeconfig';
 import { KubeTransportError, type RequestContext } from './errors';
 import { checkKubeConfig } from './kubeconfig-check';
 
@@ -37,7 +37,7 @@ export class HttpTransport {
   private readonly viaProxy: boolean;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly kubeConfig: KubeConfigSource,
     private readonly opts: TransportOptions,
   ) {
     // Fails at once, naming what to change, rather than at every request for two minutes.
