@@ -1,0 +1,188 @@
+import {
+  AutoscalingListener,
+  AutoscalingListenerKind,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
+import { isNotFound } from '@aro/kube';
+import type { JobView } from '../../../apps/simulator/src';
+import { waitFor } from '../../harness';
+import {
+  ScaleSetScene,
+  crashStage,
+  expectDeletedClean,
+  expectJobsSucceededOnce,
+  expectNeverAboveMax,
+  expectScaledToZeroClean,
+  explained,
+  killAt,
+  scaleSetScene,
+  startLeader,
+  stopScene,
+} from './scene';
+
+/*
+ * The controller SIGKILLed at chosen moments of a scale set's life, then replaced by a new replica
+ * that must take over from what the dead one left half done: every job still runs once, on a runner
+ * of its own, to success; no registration is left on the service, no runner object, pod or secret in
+ * the cluster; a deleted AutoscalingRunnerSet still goes, its scale set with it.
+ *
+ * Each moment is detected by watching the apiserver or the simulator and the kill is sent as soon as
+ * it is seen. Whether the kill landed inside the moment (and not after the controller had already
+ * moved on) is checked on what the dead replica left; a case retries with a new job until it did.
+ */
+jest.setTimeout(240_000);
+
+const ATTEMPTS = 3;
+
+async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
+  const stage = crashStage();
+  let scene: ScaleSetScene | undefined;
+
+  beforeEach(async () => {
+    if (!stage.controller.running) await startLeader(stage);
+  });
+  afterEach(async () => {
+    await stopScene(scene);
+    scene = undefined;
+  });
+
+  async function deleteScaleSet(s: ScaleSetScene): Promise<void> {
+    await stage.kube.delete(AutoscalingRunnerSetKind, s.namespace, s.arsName);
+  }
+
+  it('(a) between a runner registered on the service and its runnerId in status: no leaked registration, each job once', async () => {
+    const { sim, kube } = stage;
+    const s = (scene = await scaleSetScene(stage, 'crash-register', { maxRunners: 3 }));
+    const jobs: JobView[] = [];
+    let caught: string | undefined;
+    for (let attempt = 1; attempt <= ATTEMPTS && !caught; attempt++) {
+      const known = new Set(sim.registrations({ scaleSetId: s.scaleSetId }).map((r) => r.name));
+      jobs.push(sim.enqueueJob({ scaleSetId: s.scaleSetId }));
+      // The simulator is in-process: a 1 ms poll sees the registration before the controller has read
+      // the service's answer, let alone written the jitconfig secret and the status.
+      const registered = await killAt(
+        stage,
+        'a new registration of the scale set',
+        () => sim.registrations({ scaleSetId: s.scaleSetId }).find((r) => !known.has(r.name))?.name,
+        { intervalMs: 1, timeoutMs: 90_000 },
+      );
+      const runner = await readOrUndefined(() =>
+        kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, registered),
+      );
+      if (runner && !runner.status?.runnerId) caught = registered;
+      process.stdout.write(
+        `crash (a) attempt ${attempt}: killed once ${registered} was registered; its status runnerId: ${runner?.status?.runnerId ?? 'none'}\n`,
+      );
+      await startLeader(stage);
+    }
+    expect(caught).toBeDefined();
+
+    await expectJobsSucceededOnce(stage, s, jobs);
+    await expectScaledToZeroClean(stage, s);
+    expectNeverAboveMax(s);
+    await deleteScaleSet(s);
+    await expectDeletedClean(stage, s);
+  });
+
+  it('(b) while finished runners are being deleted: their registrations and pods still go, each job once', async () => {
+    const { sim, kube } = stage;
+    const s = (scene = await scaleSetScene(stage, 'crash-scaledown', { maxRunners: 3 }));
+    const jobs: JobView[] = [];
+    let caught: string | undefined;
+    for (let attempt = 1; attempt <= ATTEMPTS && !caught; attempt++) {
+      jobs.push(sim.enqueueJob({ scaleSetId: s.scaleSetId }), sim.enqueueJob({ scaleSetId: s.scaleSetId }));
+      const deleting = await killAt(
+        stage,
+        'an EphemeralRunner with a deletionTimestamp',
+        async () =>
+          (await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: s.namespace })).find(
+            (r) => r.metadata?.deletionTimestamp,
+          )?.metadata?.name,
+        { intervalMs: 10, timeoutMs: 90_000 },
+      );
+      const runner = await readOrUndefined(() =>
+        kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, deleting),
+      );
+      if (runner?.metadata?.deletionTimestamp) caught = deleting;
+      process.stdout.write(
+        `crash (b) attempt ${attempt}: killed once ${deleting} was being deleted; left behind: ${
+          runner ? `finalizers ${runner.metadata?.finalizers}` : 'nothing (already gone)'
+        }\n`,
+      );
+      await startLeader(stage);
+    }
+    expect(caught).toBeDefined();
+
+    await expectJobsSucceededOnce(stage, s, jobs);
+    await expectScaledToZeroClean(stage, s);
+    expectNeverAboveMax(s);
+    await deleteScaleSet(s);
+    await expectDeletedClean(stage, s);
+  });
+
+  it('(c) during AutoscalingRunnerSet deletion, the listener gone and the runner set going: the deletion completes, busy runners finish first', async () => {
+    const { sim, kube } = stage;
+    // Two idle runners (minRunners) and two busy ones: the runner set has runners of both kinds to
+    // tear down when the controller dies.
+    const s = (scene = await scaleSetScene(stage, 'crash-delete', {
+      minRunners: 2,
+      maxRunners: 4,
+      jobDurationMs: 15_000,
+    }));
+    const jobs = [sim.enqueueJob({ scaleSetId: s.scaleSetId }), sim.enqueueJob({ scaleSetId: s.scaleSetId })];
+    await explained(
+      stage,
+      () =>
+        waitFor(() => jobs.every((j) => sim.job(j.jobId)?.state === 'running'), {
+          description: 'both jobs running on their runners',
+          timeoutMs: 90_000,
+        }),
+      s,
+    );
+    await deleteScaleSet(s);
+    const runnerSet = await killAt(
+      stage,
+      'the listener gone while the EphemeralRunnerSet is still there',
+      async () => {
+        const ars = await readOrUndefined(() =>
+          kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, s.namespace, s.arsName),
+        );
+        if (!ars?.metadata?.deletionTimestamp) return undefined;
+        const listener = await readOrUndefined(() =>
+          kube.get<AutoscalingListener>(AutoscalingListenerKind, stage.controllerNamespace, s.listenerName),
+        );
+        if (listener) return undefined;
+        return (await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: s.namespace }))[0]
+          ?.metadata?.name;
+      },
+      { intervalMs: 10, timeoutMs: 90_000 },
+    );
+    const left = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: s.namespace });
+    const runnersLeft = await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: s.namespace });
+    process.stdout.write(
+      `crash (c): killed with the listener gone and ${runnerSet} there; left: ${left.length} runner set(s) ` +
+        `(${left.map((e) => (e.metadata?.deletionTimestamp ? 'deleting' : 'not yet deleted')).join(', ')}), ` +
+        `${runnersLeft.length} runner(s)\n`,
+    );
+    expect(left).toHaveLength(1);
+    await startLeader(stage);
+
+    await expectDeletedClean(stage, s);
+    await expectJobsSucceededOnce(stage, s, jobs);
+    expectNeverAboveMax(s);
+  });
+});
