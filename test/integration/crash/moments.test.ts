@@ -8,7 +8,8 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { isNotFound } from '@aro/kube';
+import type { V1Secret } from '@kubernetes/client-node';
+import { SecretKind, isNotFound } from '@aro/kube';
 import type { JobView } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
 import {
@@ -22,6 +23,7 @@ import {
   killAt,
   scaleSetScene,
   startLeader,
+  progress,
   stopScene,
 } from './scene';
 
@@ -84,8 +86,11 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
         kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, registered),
       );
       if (runner && !runner.status?.runnerId) caught = registered;
-      process.stdout.write(
-        `crash (a) attempt ${attempt}: killed once ${registered} was registered; its status runnerId: ${runner?.status?.runnerId ?? 'none'}\n`,
+      // Either side of the jitconfig secret is inside the moment; which one is said for the reader.
+      const secret = await readOrUndefined(() => kube.get<V1Secret>(SecretKind, s.namespace, registered));
+      progress(
+        `crash (a) attempt ${attempt}: killed once ${registered} was registered; ` +
+          `its status runnerId: ${runner?.status?.runnerId ?? 'none'}, jitconfig secret: ${secret ? 'written' : 'not written'}`,
       );
       await startLeader(stage);
     }
@@ -118,10 +123,10 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
         kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, deleting),
       );
       if (runner?.metadata?.deletionTimestamp) caught = deleting;
-      process.stdout.write(
-        `crash (b) attempt ${attempt}: killed once ${deleting} was being deleted; left behind: ${
+      progress(
+        `crash (b) attempt ${attempt}: killed once ${deleting} was being deleted (phase ${runner?.status?.phase ?? '-'}); left behind: ${
           runner ? `finalizers ${runner.metadata?.finalizers}` : 'nothing (already gone)'
-        }\n`,
+        }`,
       );
       await startLeader(stage);
     }
@@ -173,10 +178,10 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
     );
     const left = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: s.namespace });
     const runnersLeft = await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: s.namespace });
-    process.stdout.write(
+    progress(
       `crash (c): killed with the listener gone and ${runnerSet} there; left: ${left.length} runner set(s) ` +
         `(${left.map((e) => (e.metadata?.deletionTimestamp ? 'deleting' : 'not yet deleted')).join(', ')}), ` +
-        `${runnersLeft.length} runner(s)\n`,
+        `${runnersLeft.length} runner(s)`,
     );
     expect(left).toHaveLength(1);
     await startLeader(stage);

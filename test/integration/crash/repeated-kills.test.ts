@@ -9,6 +9,7 @@ import {
   expectScaledToZeroClean,
   scaleSetScene,
   startLeader,
+  progress,
   stopScene,
 } from './scene';
 
@@ -48,8 +49,8 @@ describe('The controller SIGKILLed every few seconds during a burst of jobs', ()
       await new Promise((r) => setTimeout(r, leadMs));
       await stage.controller.kill();
       kills++;
-      process.stdout.write(
-        `crash burst: kill ${kills} after leading ${leadMs} ms; jobs completed ${completed()}/${JOBS}\n`,
+      progress(
+        `crash burst: kill ${kills} after leading ${leadMs} ms; jobs completed ${completed()}/${JOBS}`,
       );
       await startLeader(stage);
     }
@@ -59,8 +60,8 @@ describe('The controller SIGKILLed every few seconds during a burst of jobs', ()
     await expectJobsSucceededOnce(stage, s, jobs);
     await expectScaledToZeroClean(stage, s);
     expectNeverAboveMax(s);
-    process.stdout.write(
-      `crash burst: ${kills} kills; most live runners at once ${s.highWater.runners} (objects ${s.highWater.objects})\n`,
+    progress(
+      `crash burst: ${kills} kills; most live runners at once ${s.highWater.runners} (objects ${s.highWater.objects})`,
     );
     await stage.kube.delete(AutoscalingRunnerSetKind, s.namespace, s.arsName);
     await expectDeletedClean(stage, s);

@@ -61,6 +61,9 @@ export function crashStage(): CrashStage {
     ARO_TEST_CONTROL_PLANE: process.env.ARO_TEST_CONTROL_PLANE,
     ARO_TEST_KUBECONFIG: process.env.ARO_TEST_KUBECONFIG,
   };
+  beforeEach(() => {
+    origin = Date.now();
+  });
   beforeAll(async () => {
     plane = await ControlPlane.start({ crdPaths: CRD_PATHS, log: () => undefined });
     process.env.ARO_TEST_CONTROL_PLANE = plane.infoPath;
@@ -89,8 +92,17 @@ export function crashStage(): CrashStage {
 
 /** Starts a controller replica (the previous one dead) and waits until it leads. */
 export async function startLeader(stage: CrashStage): Promise<void> {
+  const started = Date.now();
   await stage.controller.start();
   await stage.controller.waitLeading();
+  progress(`${stage.controller.pod} leads, ${Date.now() - started} ms after its start`);
+}
+
+let origin = Date.now();
+
+/** One line of the suite's progress, with the seconds since the test began: where the time went. */
+export function progress(line: string): void {
+  process.stdout.write(`[crash +${((Date.now() - origin) / 1000).toFixed(1)} s] ${line}\n`);
 }
 
 /**
@@ -146,6 +158,7 @@ export async function scaleSetScene(
       timeoutMs: 120_000,
     }),
   );
+  progress(`${namespace}/${arsName}: scale set ${scaleSetId}, its listener's session open`);
   const listener = (
     await kube.list<AutoscalingListener>(AutoscalingListenerKind, { namespace: stage.controllerNamespace })
   ).find((l) => l.spec.autoscalingRunnerSetNamespace === namespace);
@@ -225,6 +238,7 @@ export async function expectJobsSucceededOnce(
       }),
     scene,
   );
+  progress(`all ${jobs.length} jobs completed`);
   const done = jobs.map((j) => sim.job(j.jobId)!);
   expect(done.filter((j) => j.result !== 'succeeded')).toEqual([]);
   expect(new Set(done.map((j) => j.runnerName)).size).toBe(jobs.length);
@@ -275,6 +289,7 @@ export async function expectScaledToZeroClean(stage: CrashStage, scene: ScaleSet
       ),
     scene,
   );
+  progress('scaled to 0, nothing left');
   expect(sim.registrations({ scaleSetId: scene.scaleSetId })).toEqual([]);
   expect(await runnerLeftovers(stage, scene.namespace)).toEqual([]);
 }
@@ -305,6 +320,7 @@ export async function expectDeletedClean(stage: CrashStage, scene: ScaleSetScene
       ),
     scene,
   );
+  progress(`${scene.namespace}/${scene.arsName} deleted`);
   expect(sim.scaleSet(scene.scaleSetId)).toBeUndefined();
   expect(sim.registrations({ scaleSetId: scene.scaleSetId })).toEqual([]);
   expect(await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: scene.namespace })).toEqual(
