@@ -47,8 +47,8 @@ export class ControllerProcess {
     return this.process?.running ?? false;
   }
 
-  /** Starts a new replica; the previous one must have ended. */
-  async start(): Promise<void> {
+  /** Starts a new replica, with `env` on top of the options' for this one; the previous one must have ended. */
+  async start(env: Record<string, string> = {}): Promise<void> {
     if (this.running) throw new Error(`controller ${this.pod} is still running`);
     const pod = `aro-controller-${++this.starts}`;
     const logFile = join(this.dir, `${pod}.log`);
@@ -71,6 +71,7 @@ export class ControllerProcess {
         // The image listener pods get; the listener player runs the listener from source whatever it says.
         CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:test',
         ...this.o.env,
+        ...env,
       },
     });
     void started.exited.then((exit) => (entry.exit = exit));

@@ -8,10 +8,17 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import type { V1Secret } from '@kubernetes/client-node';
-import { SecretKind, isNotFound } from '@aro/kube';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { PodKind, SecretKind } from '@aro/kube';
+import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import type { JobView } from '../../../apps/simulator/src';
-import { waitFor } from '../../harness';
+import {
+  createTestNamespace,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  waitFor,
+} from '../../harness';
+import { createScaleSet } from '../ephemeral-runner/fixture';
 import {
   ScaleSetScene,
   crashStage,
@@ -24,6 +31,7 @@ import {
   scaleSetScene,
   startLeader,
   progress,
+  readOrUndefined,
   stopScene,
 } from './scene';
 
@@ -36,19 +44,12 @@ import {
  * Each moment is detected by watching the apiserver or the simulator and the kill is sent as soon as
  * it is seen. Whether the kill landed inside the moment (and not after the controller had already
  * moved on) is checked on what the dead replica left; a case retries with a new job until it did.
+ * (d) is the loss only the orphan sweep can recover: a registration whose removal was still queued
+ * in memory, its runner already gone.
  */
 jest.setTimeout(240_000);
 
 const ATTEMPTS = 3;
-
-async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
 
 describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
   const stage = crashStage();
@@ -189,5 +190,68 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
     await expectDeletedClean(stage, s);
     await expectJobsSucceededOnce(stage, s, jobs);
     expectNeverAboveMax(s);
+  });
+
+  // Last in the file: its replacement replica runs the orphan sweep every 2 s.
+  it("(d) after a failed runner went while its registration removal was queued in memory: the next replica's orphan sweep removes it", async () => {
+    const { sim, kube } = stage;
+    // One EphemeralRunner of its own, as a runner set would make it, whose pod the test plays by hand.
+    const namespace = await createTestNamespace('crash-queued');
+    const name = 'failing-runner';
+    await kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'gh', namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
+    const scaleSetId = await createScaleSet(sim, `crash-queued-${namespace}`);
+    await kube.create<EphemeralRunner>(EphemeralRunnerKind, {
+      metadata: { name, namespace },
+      spec: {
+        githubConfigUrl: sim.configUrl({ org: 'octo' }),
+        githubConfigSecret: 'gh',
+        runnerScaleSetId: scaleSetId,
+        spec: { containers: [{ name: 'runner', image: 'ghcr.io/actions/actions-runner:latest' }] },
+      },
+    } as EphemeralRunner);
+    await explained(stage, () =>
+      waitFor(
+        async () =>
+          (await kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name)).status?.runnerId &&
+          (await readOrUndefined(() => kube.get<V1Pod>(PodKind, namespace, name))),
+        { description: `${namespace}/${name} registered, its pod created`, timeoutMs: 60_000 },
+      ),
+    );
+    await runnerContainerRunning(namespace, name);
+    // The service refuses the removal for now, so it stays queued (retried in memory) after the
+    // runner, whose pod has stopped, has dropped its registration finalizer and gone.
+    const refusal = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });
+    try {
+      await runnerContainerTerminated(namespace, name, 1, { phase: 'Failed' });
+      await kube.delete(EphemeralRunnerKind, namespace, name);
+      await killAt(
+        stage,
+        `${namespace}/${name} gone while its registration is still on the service`,
+        async () =>
+          (await readOrUndefined(() => kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name))) ===
+            undefined && sim.runner(name) !== undefined
+            ? true
+            : undefined,
+        { intervalMs: 10, timeoutMs: 60_000 },
+      );
+    } finally {
+      sim.removeFault(refusal);
+    }
+    expect(sim.runner(name)).toBeDefined();
+    progress(`crash (d): killed with ${name} gone and its registration ${sim.runner(name)?.id} left`);
+
+    await startLeader(stage, { ORPHAN_SWEEP_INTERVAL_SECONDS: '2', ORPHAN_GRACE_SECONDS: '1' });
+    await explained(stage, () =>
+      waitFor(() => sim.runner(name) === undefined, {
+        description: `the registration of ${name} removed by the orphan sweep`,
+        timeoutMs: 60_000,
+      }),
+    );
+    progress('crash (d): the registration is gone');
+    expect(await readOrUndefined(() => kube.get<V1Pod>(PodKind, namespace, name))).toBeUndefined();
+    expect(await readOrUndefined(() => kube.get<V1Secret>(SecretKind, namespace, name))).toBeUndefined();
   });
 });

@@ -90,10 +90,10 @@ export function crashStage(): CrashStage {
   return stage;
 }
 
-/** Starts a controller replica (the previous one dead) and waits until it leads. */
-export async function startLeader(stage: CrashStage): Promise<void> {
+/** Starts a controller replica (the previous one dead), `env` on top of the stage's, and waits until it leads. */
+export async function startLeader(stage: CrashStage, env: Record<string, string> = {}): Promise<void> {
   const started = Date.now();
-  await stage.controller.start();
+  await stage.controller.start(env);
   await stage.controller.waitLeading();
   progress(`${stage.controller.pod} leads, ${Date.now() - started} ms after its start`);
 }
@@ -208,7 +208,7 @@ async function describeScene(stage: CrashStage, scene: ScaleSetScene): Promise<s
   ].join('\n');
 }
 
-async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+export async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
   try {
     return await read();
   } catch (err) {
