@@ -213,14 +213,21 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
       },
     } as EphemeralRunner);
     await explained(stage, () =>
-      waitFor(
-        async () =>
-          (await kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name)).status?.runnerId &&
-          (await readOrUndefined(() => kube.get<V1Pod>(PodKind, namespace, name))),
-        { description: `${namespace}/${name} registered, its pod created`, timeoutMs: 60_000 },
-      ),
+      waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, namespace, name)), {
+        description: `the pod of ${namespace}/${name}`,
+        timeoutMs: 60_000,
+      }),
     );
     await runnerContainerRunning(namespace, name);
+    await explained(stage, () =>
+      waitFor(
+        async () => (await kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name)).status?.runnerId,
+        {
+          description: `the runnerId of ${namespace}/${name} in its status`,
+          timeoutMs: 60_000,
+        },
+      ),
+    );
     // The service refuses the removal for now, so it stays queued (retried in memory) after the
     // runner, whose pod has stopped, has dropped its registration finalizer and gone.
     const refusal = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });

@@ -190,7 +190,8 @@ export async function explained<T>(
   } catch (err) {
     const state = scene ? await describeScene(stage, scene).catch((e: unknown) => String(e)) : '';
     throw new Error(
-      `${err instanceof Error ? err.message : String(err)}\n${state}\n${stage.controller.tail(30)}`,
+      `${err instanceof Error ? err.message : String(err)}\n${state}\n` +
+        `simulator calls: ${JSON.stringify(stage.sim.callCounts())}\n${stage.controller.tail(40)}`,
       { cause: err },
     );
   }
