@@ -207,6 +207,13 @@ export class RunnerPlayer {
       this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
       this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
     } catch (err) {
+      // A pod deleted between two steps (a scale-down or teardown racing the player's own status
+      // writes) ended the runner as a deletion would; only a pod still there makes this an error.
+      if (!(await this.current(name, uid))) {
+        this.outcomes.set(name, 'deleted');
+        this.log(`runner ${name}: pod gone under the player (${(err as Error).message})`);
+        return;
+      }
       this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
     }
   }
