@@ -30,7 +30,8 @@ export type RunnerOutcome =
   | 'job-failed' // took a job, the job failed, exit 0 (a failing workflow does not crash the runner)
   | 'exit-7' // crashed with exit code 7 while running its job
   | 'no-job' // no job came within jobWaitTimeoutMs: exit 0, as an idle ephemeral runner told to stop
-  | 'deleted'; // the pod was deleted under the runner
+  | 'deleted' // the pod was deleted under the runner
+  | 'unregistered'; // no registration to connect to (removed before it started, as in a teardown): exit 1
 
 export interface RunnerPlayerOptions {
   kubeConfig: KubeConfig;
@@ -156,8 +157,13 @@ export class RunnerPlayer {
     try {
       await runnerContainerRunning(namespace, name);
       // The registration exists before the pod (the controller puts its JIT config in the pod's
-      // secret), so connecting can only fail while the service is being torn down.
-      service.runnerConnected(name);
+      // secret), so connecting can only fail once the controller has removed it: a runner set torn
+      // down, or scaled down, before this runner started. A real runner then fails to start.
+      try {
+        service.runnerConnected(name);
+      } catch (err) {
+        return await this.unregistered(name, uid, err);
+      }
       const waitUntil = Date.now() + (this.options.jobWaitTimeoutMs ?? 60_000);
       let jobId: string | null = null;
       while (!signal.aborted && Date.now() < waitUntil) {
@@ -201,8 +207,33 @@ export class RunnerPlayer {
       this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
       this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
     } catch (err) {
+      // A pod deleted between two steps (a scale-down or teardown racing the player's own status
+      // writes) ended the runner as a deletion would; only a pod still there makes this an error.
+      if (!(await this.current(name, uid))) {
+        this.outcomes.set(name, 'deleted');
+        this.log(`runner ${name}: pod gone under the player (${(err as Error).message})`);
+        return;
+      }
       this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * The runner found no registration to connect to: it exits 1, as a real runner whose registration
+   * is gone does, or, its pod already being deleted, stops and the player finishes the deletion.
+   */
+  private async unregistered(name: string, uid: string, err: unknown): Promise<void> {
+    const { namespace } = this.options;
+    this.outcomes.set(name, 'unregistered');
+    this.log(`runner ${name}: could not connect (${(err as Error).message}); exiting`);
+    const pod = await this.current(name, uid);
+    if (!pod) return;
+    if (pod.metadata?.deletionTimestamp) {
+      await runnerContainerTerminated(namespace, name, 1).catch(() => undefined);
+      await finishPodDeletion(namespace, name).catch(() => undefined);
+      return;
+    }
+    await runnerContainerTerminated(namespace, name, 1);
   }
 
   /**
