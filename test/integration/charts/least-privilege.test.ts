@@ -175,9 +175,12 @@ describe('The charts installed on the apiserver', () => {
         // every 2 s so that it demonstrably runs over the runner's scale set before the log is judged.
         const charts = await install({
           // debug: the controller logs some refusals (a failed Event) only at debug level.
+          // events=all: a successful runner then writes Events too, so the Event rule is exercised (the
+          // default, failures, writes none on this path).
           controllerValues: (namespaces) => ({
             'flags.orphanSweepIntervalSeconds': 2,
             'flags.logLevel': 'debug',
+            'flags.events': 'all',
             ...modeValues(namespaces),
           }),
         });

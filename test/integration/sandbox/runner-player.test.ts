@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { RunnerPlayer, testKubeConfig, waitFor } from '../../harness';
 import { controllerSuite, type ControllerFixture } from '../ephemeral-runner/fixture';
 
@@ -80,21 +80,32 @@ describe('RunnerPlayer', () => {
 
   it('a runner that exits 7 fails its job and its pod shows exit code 7', async () => {
     const f = await suite.start();
+    // The controller deletes a failed pod within milliseconds, so the exit code is caught from a watch
+    // of the namespace's pods (every status update the apiserver made), not from polling the pod.
     const exits: number[] = [];
-    const player = play(f, { exit7Share: 1, jobWaitTimeoutMs: 2_000 });
-    await f.createRunner('player-seven');
-    const jobId = await jobFor(f, 'player-seven');
-
-    await waitFor(
-      async () => {
-        const pod: V1Pod | undefined = await f.pod('player-seven');
-        const code = pod?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
+    const watch = await new Watch(testKubeConfig()).watch(
+      `/api/v1/namespaces/${f.namespace}/pods`,
+      {},
+      (_type: string, pod: V1Pod) => {
+        if (pod.metadata?.name !== 'player-seven') return;
+        const code = pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
         if (code !== undefined) exits.push(code);
-        return suite.sim.job(jobId)?.state === 'completed' && exits.includes(7);
       },
-      { description: `job ${jobId} failed and the pod terminated with 7`, intervalMs: 50, timeoutMs: 60_000 },
+      () => undefined,
     );
-    expect(suite.sim.job(jobId)?.result).toBe('failed');
-    expect(player.outcomes.get('player-seven')).toBe('exit-7');
+    try {
+      const player = play(f, { exit7Share: 1, jobWaitTimeoutMs: 2_000 });
+      await f.createRunner('player-seven');
+      const jobId = await jobFor(f, 'player-seven');
+
+      await waitFor(() => suite.sim.job(jobId)?.state === 'completed' && exits.includes(7), {
+        description: `job ${jobId} failed and the pod terminated with 7`,
+        timeoutMs: 60_000,
+      });
+      expect(suite.sim.job(jobId)?.result).toBe('failed');
+      expect(player.outcomes.get('player-seven')).toBe('exit-7');
+    } finally {
+      watch.abort();
+    }
   });
 });
