@@ -34,6 +34,7 @@ import {
   readOrUndefined,
   stopScene,
 } from './scene';
+import { RunnerDeletions } from './runner-deletions';
 
 /*
  * The controller SIGKILLed at chosen moments of a scale set's life, then replaced by a new replica
@@ -109,27 +110,31 @@ describe('The controller SIGKILLed at chosen moments of scale-set mode', () => {
     const s = (scene = await scaleSetScene(stage, 'crash-scaledown', { maxRunners: 3 }));
     const jobs: JobView[] = [];
     let caught: string | undefined;
-    for (let attempt = 1; attempt <= ATTEMPTS && !caught; attempt++) {
-      jobs.push(sim.enqueueJob({ scaleSetId: s.scaleSetId }), sim.enqueueJob({ scaleSetId: s.scaleSetId }));
-      const deleting = await killAt(
-        stage,
-        'an EphemeralRunner with a deletionTimestamp',
-        async () =>
-          (await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: s.namespace })).find(
-            (r) => r.metadata?.deletionTimestamp,
-          )?.metadata?.name,
-        { intervalMs: 10, timeoutMs: 90_000 },
-      );
-      const runner = await readOrUndefined(() =>
-        kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, deleting),
-      );
-      if (runner?.metadata?.deletionTimestamp) caught = deleting;
-      progress(
-        `crash (b) attempt ${attempt}: killed once ${deleting} was being deleted (phase ${runner?.status?.phase ?? '-'}); left behind: ${
-          runner ? `finalizers ${runner.metadata?.finalizers}` : 'nothing (already gone)'
-        }`,
-      );
-      await startLeader(stage);
+    const deletions = await RunnerDeletions.watch(s.namespace);
+    try {
+      for (let attempt = 1; attempt <= ATTEMPTS && !caught; attempt++) {
+        // A deletion the last replacement made while it took over is not this attempt's moment.
+        const before = deletions.names();
+        jobs.push(sim.enqueueJob({ scaleSetId: s.scaleSetId }), sim.enqueueJob({ scaleSetId: s.scaleSetId }));
+        const deleting = await killAt(
+          stage,
+          'an EphemeralRunner with a deletionTimestamp',
+          () => deletions.next(before),
+          { intervalMs: 1, timeoutMs: 90_000 },
+        );
+        const runner = await readOrUndefined(() =>
+          kube.get<EphemeralRunner>(EphemeralRunnerKind, s.namespace, deleting),
+        );
+        if (runner?.metadata?.deletionTimestamp) caught = deleting;
+        progress(
+          `crash (b) attempt ${attempt}: killed once ${deleting} was being deleted (phase ${runner?.status?.phase ?? '-'}); left behind: ${
+            runner ? `finalizers ${runner.metadata?.finalizers}` : 'nothing (already gone)'
+          }`,
+        );
+        await startLeader(stage);
+      }
+    } finally {
+      deletions.stop();
     }
     expect(caught).toBeDefined();
 

@@ -274,7 +274,21 @@ describe('KubeClient against the API server', () => {
       await client.mergePatchStatus(ResourceQuotaKind, ns, 'no-pods', {
         status: { hard: { pods: '0' }, used: { pods: '0' } },
       });
-      const err = await caught(client.create<V1Pod>(PodKind, pod(ns, 'over-quota')));
+      // Admission reads quotas from its own informer: until that has seen the status patch, the quota
+      // has no `status.hard` and admits everything. Retry (removing what got in) until it refuses.
+      let err: unknown;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          await client.create<V1Pod>(PodKind, pod(ns, 'over-quota'));
+        } catch (e) {
+          err = e;
+          break;
+        }
+        await client.delete(PodKind, ns, 'over-quota', { gracePeriodSeconds: 0 });
+        if (Date.now() > deadline) throw new Error('the quota never refused a pod');
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect(isForbidden(err)).toBe(true);
       expect(statusMessage(err)).toContain('exceeded quota:');
       await client.delete(ResourceQuotaKind, ns, 'no-pods');
