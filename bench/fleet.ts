@@ -33,6 +33,7 @@ import {
   runnerContainerTerminated,
 } from '../test/harness';
 import { CRD_PATHS } from '../test/harness/global-setup';
+import { HeapSampler } from './heap-sampler';
 
 const root = resolve(__dirname, '..');
 const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
@@ -166,8 +167,10 @@ function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
 interface ControllerProcess {
   child: ChildProcess;
   sampler: ProcessSampler;
+  heap: HeapSampler;
   readyMs: number;
   idleRssKiB: number;
+  idleHeapMiB: number;
   stop(): Promise<void>;
 }
 
@@ -216,13 +219,19 @@ async function startController(
   await new Promise((r) => setTimeout(r, 3_000));
   sampler.sample();
   const idleRssKiB = sampler.peakRssKiB;
+  const heap = new HeapSampler(`http://127.0.0.1:${port}/metrics`);
+  const idleHeapMiB = (await heap.sample()) / 1024 / 1024;
+  heap.start();
   return {
     child,
     sampler,
+    heap,
     readyMs,
     idleRssKiB,
+    idleHeapMiB,
     async stop() {
       sampler.stop();
+      heap.stop();
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     },
@@ -234,6 +243,8 @@ interface SizeResult {
   readyMs: number;
   idleRssMiB: number;
   peakRssMiB: number;
+  idleHeapMiB: number;
+  peakHeapMiB: number;
   cpuSeconds: number;
   allPodsMs: number;
   toPod: { p50: number; p95: number; p99: number };
@@ -337,6 +348,8 @@ async function main(): Promise<void> {
         burst: number;
         lifecycle: { p50: number; p95: number };
         baseline: { p50: number; p95: number };
+        peakRssMiB: number;
+        peakHeapMiB: number;
       }
     | undefined;
   try {
@@ -352,11 +365,13 @@ async function main(): Promise<void> {
       })
       .createRunnerScaleSet({ name: `bench-${Date.now()}`, runnerGroupId: 1 });
 
+    let runs = 0;
     const runSize = async (
       size: number,
       mode: { idle?: number } = {},
     ): Promise<SizeResult & { lifecycles: number[] }> => {
-      const namespace = `bench-${size}-${mode.idle ?? 0}`;
+      // One namespace per run: the idle mode's baseline burst can have a size of the list above.
+      const namespace = `bench-${++runs}-${size}-${mode.idle ?? 0}`;
       await admin.create<V1Namespace>(NamespaceKind, { metadata: { name: namespace } });
       await admin.create<V1Secret>(SecretKind, {
         metadata: { name: GITHUB_SECRET, namespace },
@@ -422,6 +437,8 @@ async function main(): Promise<void> {
           readyMs: controller.readyMs,
           idleRssMiB: controller.idleRssKiB / 1024,
           peakRssMiB: controller.sampler.peakRssKiB / 1024,
+          idleHeapMiB: controller.idleHeapMiB,
+          peakHeapMiB: controller.heap.peakMiB,
           cpuSeconds: controller.sampler.cpuSeconds() - cpuBefore,
           allPodsMs: marks.lastPodAt.t - started,
           toPod: ms(marks.toPod),
@@ -465,6 +482,8 @@ async function main(): Promise<void> {
         burst: args.burst,
         baseline: { p50: baseline.lifecycle.p50, p95: baseline.lifecycle.p95 },
         lifecycle: { p50: loaded.lifecycle.p50, p95: loaded.lifecycle.p95 },
+        peakRssMiB: loaded.peakRssMiB,
+        peakHeapMiB: loaded.peakHeapMiB,
       };
     }
   } finally {
@@ -482,6 +501,8 @@ function report(
     burst: number;
     lifecycle: { p50: number; p95: number };
     baseline: { p50: number; p95: number };
+    peakRssMiB: number;
+    peakHeapMiB: number;
   },
 ): void {
   const ratio = (v: number, budget: number): string =>
@@ -497,6 +518,7 @@ function report(
       ratio(r.secretReadsPerRunner, BUDGET.secretReadsPerRunner),
       ratio(r.actionsCallsPerRunner, BUDGET.actionsCallsPerRunner),
       `${r.idleRssMiB.toFixed(0)} / ${r.peakRssMiB.toFixed(0)}`,
+      `${r.idleHeapMiB.toFixed(0)} / ${r.peakHeapMiB.toFixed(0)}`,
       r.cpuSeconds.toFixed(1),
       ratio(r.readyMs, BUDGET.readyMs),
     ].join(' | '),
@@ -504,8 +526,8 @@ function report(
   const lines = [
     `ARO fleet benchmark: compiled controller, ${args.concurrency} concurrent reconciles, Node ${process.version}${args.nodeOptions ? ` (${args.nodeOptions})` : ''}${args.nodeFlags ? ` (flags ${args.nodeFlags})` : ''}, ${new Date().toISOString()}`,
     '',
-    '| runners | all pods (s) | created->pod p50/p95/p99 (ms) | lifecycle p50/p95/p99 (ms) | writes/runner (of 10) | reads/runner | secret reads/runner (of 2) | Actions calls/runner (of 1) | RSS idle / peak (MiB) | CPU (s) | ready (ms, of 1000) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| runners | all pods (s) | created->pod p50/p95/p99 (ms) | lifecycle p50/p95/p99 (ms) | writes/runner (of 10) | reads/runner | secret reads/runner (of 2) | Actions calls/runner (of 1) | RSS idle / peak (MiB) | heap idle / peak (MiB) | CPU (s) | ready (ms, of 1000) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r} |`),
     '',
     ...results.map(
@@ -518,7 +540,8 @@ function report(
       ? [
           '',
           `burst of ${idle.burst} while ${idle.idle} runners sit idle: lifecycle p50 ${idle.lifecycle.p50} ms, p95 ${idle.lifecycle.p95} ms` +
-            ` (without them: p50 ${idle.baseline.p50} ms, p95 ${idle.baseline.p95} ms)`,
+            ` (without them: p50 ${idle.baseline.p50} ms, p95 ${idle.baseline.p95} ms);` +
+            ` controller peak RSS ${idle.peakRssMiB.toFixed(0)} MiB, heap ${idle.peakHeapMiB.toFixed(0)} MiB`,
         ]
       : []),
   ];

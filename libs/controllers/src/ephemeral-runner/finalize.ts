@@ -112,6 +112,11 @@ export class RunnerFinalization {
         }
       }
       if (runnerId !== 0) this.queueRemoval(runner, runnerId);
+    } else {
+      // Released earlier, by this process (queued, nothing to do) or by one that died before its
+      // queue reached the service: then the runner going now would leave the registration to the
+      // orphan sweep, minutes later. Queued again while the runner still names it.
+      this.requeueLostRemoval(runner, log);
     }
 
     log.info('Finalizing the ephemeral runner');
@@ -127,11 +132,13 @@ export class RunnerFinalization {
   }
 
   /**
-   * A finished runner (Failed, Outdated) whose registration finalizer is already gone had its removal
-   * queued by some process, but the queue is in memory: a crash after the finalizer went lost it, and
-   * the registration would stay until the runner is deleted (or the sweep's grace has passed). Queued
-   * again here once per process and runner UID; a removal the service finds already done counts as
-   * done, and runners this process queued itself are not asked about twice.
+   * A finished runner (Failed, Outdated) or one being deleted whose registration finalizer is already
+   * gone had its removal queued by some process, but the queue is in memory: a crash after the
+   * finalizer went lost it, and the registration would stay until the orphan sweep finds it, minutes
+   * after the runner is gone. Queued again here once per process and runner UID; a removal the service
+   * finds already done counts as done, runners this process queued itself are not asked about twice,
+   * and a runner that deregistered itself (exit 0) costs nothing. So the steady state pays no call:
+   * only the first look of a new process at a runner another one released.
    */
   requeueLostRemoval(runner: EphemeralRunner, log: Logger): void {
     if (hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER) || runnerSelfDeregistered(runner)) return;

@@ -1,0 +1,69 @@
+import { Registry } from 'prom-client';
+import type { EphemeralRunner } from '@aro/api';
+import type { ActionsServiceClient, RunnerReference } from '@aro/actions';
+import type { Reader } from '@aro/kube';
+import { silentLogger } from '@aro/observability';
+import { OrphanRegistrationSweep } from './orphan-sweep';
+import type { ScaleSetLedger } from './scale-set-ledger';
+import type { UnregistrationQueue } from './unregistration-queue';
+
+/**
+ * When the next pass of the sweep is due. After a crash the sweep is what removes a registration whose
+ * queued removal died with the process, so how soon it looks again decides how long that leak lasts.
+ */
+describe('OrphanRegistrationSweep pacing', () => {
+  const GRACE_MS = 120_000;
+  const INTERVAL_MS = 600_000;
+
+  function sweep(registrations: RunnerReference[], runners: string[]): OrphanRegistrationSweep {
+    const client = {
+      listRunners: async () => registrations,
+      getRunner: async (id: number) => registrations.find((r) => r.id === id),
+    } as unknown as ActionsServiceClient;
+    const reader = {
+      list: async () => runners.map((name) => ({ metadata: { name } }) as EphemeralRunner),
+    } as unknown as Reader;
+    const ledger = {
+      entries: async () => [
+        {
+          namespace: 'ns',
+          githubConfigUrl: 'https://github.com/octo',
+          githubConfigSecret: 'gh',
+          runnerScaleSetId: 1,
+        },
+      ],
+    } as unknown as ScaleSetLedger;
+    return new OrphanRegistrationSweep({
+      reader,
+      actions: { getActionsClient: async () => client },
+      queue: { push: () => true } as unknown as UnregistrationQueue,
+      ledger,
+      logger: silentLogger,
+      intervalMs: INTERVAL_MS,
+      graceMs: GRACE_MS,
+      registry: new Registry(),
+    });
+  }
+
+  const orphan = { id: 7, name: 'gone-runner', runnerScaleSetId: 1 } as RunnerReference;
+
+  it('looks again once the grace of a registration it just found orphaned has passed, not a whole interval later', async () => {
+    const s = sweep([orphan], []);
+    expect(await s.sweepOnce()).toBe(0); // first seen: its grace starts now
+    for (let i = 0; i < 20; i++) {
+      const delay = s.nextPassDelayMs();
+      expect(delay).toBeGreaterThanOrEqual(GRACE_MS * 0.8);
+      expect(delay).toBeLessThanOrEqual(GRACE_MS * 1.2);
+    }
+  });
+
+  it('waits the whole interval when every registration has its runner', async () => {
+    const s = sweep([orphan], ['gone-runner']);
+    expect(await s.sweepOnce()).toBe(0);
+    for (let i = 0; i < 20; i++) {
+      const delay = s.nextPassDelayMs();
+      expect(delay).toBeGreaterThanOrEqual(INTERVAL_MS * 0.8);
+      expect(delay).toBeLessThanOrEqual(INTERVAL_MS * 1.2);
+    }
+  });
+});
