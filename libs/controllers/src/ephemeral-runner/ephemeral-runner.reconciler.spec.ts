@@ -323,31 +323,30 @@ describe('EphemeralRunnerReconciler on a runner without a spec', () => {
 });
 
 describe('EphemeralRunnerReconciler releasing a registration', () => {
-  it('queues again the removal of a runner being deleted whose registration finalizer a dead process dropped', async () => {
-    const s = setup();
-    // What a SIGKILL leaves between the patch dropping the registration finalizer (removal queued in
-    // the dead process's memory) and the patch dropping the main one.
-    s.createRunner((r) => {
-      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER];
-      r.status = { runnerId: 42, runnerName: NAME, phase: 'Running' };
-    });
-    await s.kube.delete(EphemeralRunnerKind, NS, NAME);
-    await s.reconcile();
-    expect(s.runner()).toBeUndefined();
-    expect(s.queued).toEqual([{ name: NAME, runnerId: 42 }]);
-  });
-
-  it('queues nothing for a runner being deleted that deregistered itself (exit 0)', async () => {
-    const s = setup();
-    s.createRunner((r) => {
-      r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER];
-      r.status = { runnerId: 42, runnerName: NAME, phase: 'Succeeded' };
-    });
-    await s.kube.delete(EphemeralRunnerKind, NS, NAME);
-    await s.reconcile();
-    expect(s.runner()).toBeUndefined();
-    expect(s.queued).toEqual([]);
-  });
+  // What a SIGKILL leaves between the patch dropping the registration finalizer (removal queued in the
+  // dead process's memory) and the patch dropping the main one. A runner that exited 0 deregistered
+  // itself: nothing to remove, no call.
+  it.each([
+    [
+      'queues again the removal of a runner still registered',
+      'Running' as const,
+      [{ name: NAME, runnerId: 42 }],
+    ],
+    ['queues nothing for a runner that deregistered itself (exit 0)', 'Succeeded' as const, []],
+  ])(
+    'being deleted after a dead process dropped its registration finalizer: %s',
+    async (_label, phase, queued) => {
+      const s = setup();
+      s.createRunner((r) => {
+        r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER];
+        r.status = { runnerId: 42, runnerName: NAME, phase };
+      });
+      await s.kube.delete(EphemeralRunnerKind, NS, NAME);
+      await s.reconcile();
+      expect(s.runner()).toBeUndefined();
+      expect(s.queued).toEqual(queued);
+    },
+  );
 
   it('still queues the removal when the patch dropping the registration finalizer answers NotFound (seed 749-758)', async () => {
     const s = setup();
