@@ -1,7 +1,8 @@
 /*
  * Compares ARO's CRDs with upstream ARC's, field by field, for a team about to switch a cluster (or to
  * run upstream's controller against ARO's CRDs): every field path of upstream's openAPIV3Schema, with
- * its type, required list, int-or-string and preserve-unknown-fields markers, enum and default, and the
+ * its type, required list, int-or-string and preserve-unknown-fields markers, enum, default and CEL
+ * rules, and the
  * printer columns and subresources of each version. Upstream's CRDs are not in this repository (they
  * are upstream's generated files); point the script at a checkout of actions/actions-runner-controller:
  *
@@ -24,6 +25,7 @@ interface Schema {
   additionalProperties?: Schema | boolean;
   'x-kubernetes-int-or-string'?: boolean;
   'x-kubernetes-preserve-unknown-fields'?: boolean;
+  'x-kubernetes-validations'?: unknown[];
 }
 
 interface CrdVersion {
@@ -50,6 +52,7 @@ function fieldPaths(schema: Schema, path = '', out = new Map<string, string>()):
       preserveUnknown: schema['x-kubernetes-preserve-unknown-fields'] ?? false,
       enum: schema.enum,
       default: schema.default,
+      validations: schema['x-kubernetes-validations'],
     }),
   );
   for (const [key, child] of Object.entries(schema.properties ?? {}))

@@ -137,6 +137,40 @@ describe('the ARC CRDs installed from libs/api/crds', () => {
     expect(error.message).toMatch(/spec\.githubConfigUrl: Required value/);
   });
 
+  it.each([
+    ['minRunners above maxRunners', { minRunners: 3, maxRunners: 1 }, 422],
+    ['minRunners equal to maxRunners', { minRunners: 2, maxRunners: 2 }, 201],
+    ['minRunners alone', { minRunners: 3, maxRunners: undefined }, 201],
+  ])(
+    'take an AutoscalingRunnerSet with %s as the listener would (422 or 201)',
+    async (_label, bounds, code) => {
+      const namespace = await createTestNamespace('crd-bounds');
+      const ars = validObjects.AutoscalingRunnerSet.body as { spec: Record<string, unknown> };
+      const create = objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: 'autoscalingrunnersets',
+        body: {
+          apiVersion,
+          kind: 'AutoscalingRunnerSet',
+          metadata: { name: 'bounds' },
+          spec: { ...ars.spec, ...bounds },
+        },
+      });
+      const outcome = await create.then(
+        () => ({ code: 201, message: '' }),
+        (err: unknown) => apiError(err),
+      );
+      expect(outcome.code).toBe(code);
+      // The refusal names the field and says what to change, as `kubectl apply` prints it.
+      if (code === 422) {
+        expect(outcome.message).toContain('spec.minRunners');
+        expect(outcome.message).toContain('minRunners must be less than or equal to maxRunners');
+      }
+    },
+  );
+
   it.each(Object.entries(validObjects))('refuse a %s without a spec, with 422', async (kind, { plural }) => {
     const namespace = await createTestNamespace('crd-no-spec');
     const create = objects.createNamespacedCustomObject({

@@ -66,6 +66,7 @@ export function nodeToSchema(node: SchemaNode, core: CoreSchemaConverter): CrdSc
       const out: CrdSchema = { type: 'object', properties };
       if (node.description) out.description = node.description;
       if (required.length > 0) out.required = required.sort();
+      if (node.validations) out['x-kubernetes-validations'] = node.validations.map((v) => ({ ...v }));
       return out;
     }
   }

@@ -22,4 +22,5 @@ export interface CrdSchema {
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   'x-kubernetes-list-map-keys'?: string[];
   'x-kubernetes-map-type'?: 'atomic' | 'granular';
+  'x-kubernetes-validations'?: { rule: string; message: string; fieldPath?: string }[];
 }

@@ -33,12 +33,24 @@ export type SchemaNode =
       readonly kind: 'object';
       readonly description?: string;
       readonly properties: Readonly<Record<string, PropertyNode>>;
+      /** CEL rules the apiserver checks (`x-kubernetes-validations`): refusals a field type cannot say. */
+      readonly validations?: readonly ValidationRule[];
     }
   /** An object whose schema has no properties: everything in it is pruned (upstream's empty status). */
   | { readonly kind: 'empty-object' }
   /** The ObjectMeta subset controller-gen emits for embedded templates (generateEmbeddedObjectMeta). */
   | { readonly kind: 'embedded-object-meta' }
   | { readonly kind: 'core'; readonly name: CoreTypeName };
+
+/**
+ * A CEL rule on an object. `fieldPath` (relative to the object, e.g. `.minRunners`) is the field the
+ * apiserver's refusal names, so that `kubectl apply` says which value to change.
+ */
+export interface ValidationRule {
+  readonly rule: string;
+  readonly message: string;
+  readonly fieldPath?: string;
+}
 
 export interface PropertyNode {
   readonly node: SchemaNode;
@@ -107,7 +119,11 @@ export const t = {
   boolean: (): Schema<boolean> => schema({ kind: 'boolean' }),
   array: <V>(items: Schema<V>): Schema<V[]> => schema({ kind: 'array', items: items.node }),
   map: <V>(values: Schema<V>): Schema<Record<string, V>> => schema({ kind: 'map', values: values.node }),
-  object: <T>(fields: FieldsOf<T>, description?: string): Schema<T> => {
+  object: <T>(
+    fields: FieldsOf<T>,
+    description?: string,
+    opts: { validations?: readonly ValidationRule[] } = {},
+  ): Schema<T> => {
     const properties: Record<string, PropertyNode> = {};
     for (const [name, field] of Object.entries(fields) as [string, Field<unknown, Requiredness>][]) {
       properties[name] = {
@@ -116,7 +132,12 @@ export const t = {
         description: field.description,
       };
     }
-    return schema({ kind: 'object', description, properties });
+    return schema({
+      kind: 'object',
+      description,
+      properties,
+      ...(opts.validations?.length ? { validations: opts.validations } : {}),
+    });
   },
   emptyObject: (): Schema<Record<string, never>> => schema({ kind: 'empty-object' }),
   embeddedObjectMeta: (): Schema<V1ObjectMeta> => schema({ kind: 'embedded-object-meta' }),

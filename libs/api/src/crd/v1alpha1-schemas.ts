@@ -205,6 +205,17 @@ const autoscalingRunnerSetSpec = t.object<AutoscalingRunnerSetSpec>(
     minRunners: optional(t.int({ minimum: 0 })),
   },
   'AutoscalingRunnerSetSpec defines the desired state of AutoscalingRunnerSet',
+  {
+    // ARO: upstream's CRD accepts it and its listener then refuses its config, so the listener pod
+    // fails over and over with the reason in its log only. Refused here, at `kubectl apply`.
+    validations: [
+      {
+        rule: '!has(self.minRunners) || !has(self.maxRunners) || self.minRunners <= self.maxRunners',
+        message: 'minRunners must be less than or equal to maxRunners',
+        fieldPath: '.minRunners',
+      },
+    ],
+  },
 );
 
 const autoscalingRunnerSetStatus = t.object<AutoscalingRunnerSetStatus>(
