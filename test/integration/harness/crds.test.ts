@@ -171,6 +171,32 @@ describe('the ARC CRDs installed from libs/api/crds', () => {
     },
   );
 
+  it('refuse an AutoscalingRunnerSet whose runner pod template has no container named runner, with 422', async () => {
+    const namespace = await createTestNamespace('crd-no-runner');
+    const ars = validObjects.AutoscalingRunnerSet.body as { spec: Record<string, unknown> };
+    const create = objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'autoscalingrunnersets',
+      body: {
+        apiVersion,
+        kind: 'AutoscalingRunnerSet',
+        metadata: { name: 'no-runner' },
+        spec: { ...ars.spec, template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+      },
+    });
+    const error = apiError(
+      await create.then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
+    expect(error.code).toBe(422);
+    expect(error.message).toContain('spec.template.spec.containers');
+    expect(error.message).toContain("needs a container named 'runner'");
+  });
+
   it.each(Object.entries(validObjects))('refuse a %s without a spec, with 422', async (kind, { plural }) => {
     const namespace = await createTestNamespace('crd-no-spec');
     const create = objects.createNamespacedCustomObject({

@@ -214,6 +214,13 @@ const autoscalingRunnerSetSpec = t.object<AutoscalingRunnerSetSpec>(
         message: 'minRunners must be less than or equal to maxRunners',
         fieldPath: '.minRunners',
       },
+      // ARO: the JIT configuration goes to the container named `runner`; without one the pods would
+      // start, never take a job and be replaced for ever.
+      {
+        rule: "!has(self.template) || !has(self.template.spec) || self.template.spec.containers.exists(c, c.name == 'runner')",
+        message: "the runner pod template needs a container named 'runner'",
+        fieldPath: '.template.spec.containers',
+      },
     ],
   },
 );
