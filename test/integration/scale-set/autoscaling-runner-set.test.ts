@@ -311,10 +311,11 @@ describe('AutoscalingRunnerSet controller', () => {
     );
   });
 
-  it('names a missing runner group, a missing CA and an unusable proxy as the cause', async () => {
+  it('names a missing runner group, a missing CA, an unusable proxy and an unusable config URL as the cause', async () => {
     await start();
     const cases: Array<[string, (a: AutoscalingRunnerSet) => void, string]> = [
       ['group', (a) => (a.spec.runnerGroup = 'no-such-group'), 'RunnerGroupNotFound'],
+      ['url', (a) => (a.spec.githubConfigUrl = 'ftp://github.example/octo'), 'InvalidConfiguration'],
       [
         'tls',
         (a) =>

@@ -1,5 +1,11 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
-import { errorCodesOf, isActionsError, isTlsFailure, isUnauthorized } from '@aro/actions';
+import {
+  InvalidConfigUrlError,
+  errorCodesOf,
+  isActionsError,
+  isTlsFailure,
+  isUnauthorized,
+} from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
 import { describeError } from '../ephemeral-runner-set/scale-set-common';
 
@@ -57,7 +63,9 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
   if (err instanceof RunnerGroupNotFoundError)
     return { reason: ScaleSetReasons.runnerGroupNotFound, message };
   if (err instanceof ScaleSetClaimedError) return { reason: ScaleSetReasons.scaleSetNameConflict, message };
-  if (err instanceof InvalidScaleSetSpecError)
+  // A config URL that names no org, repo or enterprise (or is not a URL) is the spec's fault, not the
+  // service's: said so, rather than as an Actions service error a person would wait out.
+  if (err instanceof InvalidScaleSetSpecError || err instanceof InvalidConfigUrlError)
     return { reason: ScaleSetReasons.invalidConfiguration, message };
   return { reason: ScaleSetReasons.actionsServiceError, message };
 }
