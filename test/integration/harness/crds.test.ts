@@ -137,16 +137,12 @@ describe('the ARC CRDs installed from libs/api/crds', () => {
     expect(error.message).toMatch(/spec\.githubConfigUrl: Required value/);
   });
 
-  it.each([
-    ['minRunners above maxRunners', { minRunners: 3, maxRunners: 1 }, 422],
-    ['minRunners equal to maxRunners', { minRunners: 2, maxRunners: 2 }, 201],
-    ['minRunners alone', { minRunners: 3, maxRunners: undefined }, 201],
-  ])(
-    'take an AutoscalingRunnerSet with %s as the listener would (422 or 201)',
-    async (_label, bounds, code) => {
-      const namespace = await createTestNamespace('crd-bounds');
-      const ars = validObjects.AutoscalingRunnerSet.body as { spec: Record<string, unknown> };
-      const create = objects.createNamespacedCustomObject({
+  /** Creates the valid AutoscalingRunnerSet with `change` over its spec: 201, or the refusal. */
+  async function createScaleSet(change: Record<string, unknown>): Promise<{ code: number; message: string }> {
+    const namespace = await createTestNamespace('crd-rules');
+    const ars = validObjects.AutoscalingRunnerSet.body as { spec: Record<string, unknown> };
+    return objects
+      .createNamespacedCustomObject({
         group,
         version,
         namespace,
@@ -154,48 +150,43 @@ describe('the ARC CRDs installed from libs/api/crds', () => {
         body: {
           apiVersion,
           kind: 'AutoscalingRunnerSet',
-          metadata: { name: 'bounds' },
-          spec: { ...ars.spec, ...bounds },
+          metadata: { name: 'rules' },
+          spec: { ...ars.spec, ...change },
         },
-      });
-      const outcome = await create.then(
+      })
+      .then(
         () => ({ code: 201, message: '' }),
         (err: unknown) => apiError(err),
       );
+  }
+
+  // The refusals name the field and say what to change, as `kubectl apply` prints them.
+  it.each([
+    [
+      'minRunners above maxRunners',
+      { minRunners: 3, maxRunners: 1 },
+      422,
+      'spec.minRunners',
+      'minRunners must be less than or equal to maxRunners',
+    ],
+    ['minRunners equal to maxRunners', { minRunners: 2, maxRunners: 2 }, 201, '', ''],
+    ['minRunners alone', { minRunners: 3, maxRunners: undefined }, 201, '', ''],
+    [
+      'a runner pod template without a container named runner',
+      { template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+      422,
+      'spec.template.spec.containers',
+      "needs a container named 'runner'",
+    ],
+  ])(
+    'take or refuse an AutoscalingRunnerSet with %s (the CRD rules)',
+    async (_label, change, code, field, says) => {
+      const outcome = await createScaleSet(change);
       expect(outcome.code).toBe(code);
-      // The refusal names the field and says what to change, as `kubectl apply` prints it.
-      if (code === 422) {
-        expect(outcome.message).toContain('spec.minRunners');
-        expect(outcome.message).toContain('minRunners must be less than or equal to maxRunners');
-      }
+      expect(outcome.message).toContain(field);
+      expect(outcome.message).toContain(says);
     },
   );
-
-  it('refuse an AutoscalingRunnerSet whose runner pod template has no container named runner, with 422', async () => {
-    const namespace = await createTestNamespace('crd-no-runner');
-    const ars = validObjects.AutoscalingRunnerSet.body as { spec: Record<string, unknown> };
-    const create = objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'autoscalingrunnersets',
-      body: {
-        apiVersion,
-        kind: 'AutoscalingRunnerSet',
-        metadata: { name: 'no-runner' },
-        spec: { ...ars.spec, template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
-      },
-    });
-    const error = apiError(
-      await create.then(
-        () => undefined,
-        (err: unknown) => err,
-      ),
-    );
-    expect(error.code).toBe(422);
-    expect(error.message).toContain('spec.template.spec.containers');
-    expect(error.message).toContain("needs a container named 'runner'");
-  });
 
   it.each(Object.entries(validObjects))('refuse a %s without a spec, with 422', async (kind, { plural }) => {
     const namespace = await createTestNamespace('crd-no-spec');
