@@ -1,19 +1,11 @@
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Namespace } from '@kubernetes/client-node';
-import {
-  AutoscalingListener,
-  AutoscalingListenerKind,
-  EphemeralRunner,
-  EphemeralRunnerKind,
-  Labels,
-} from '@aro/api';
 import { KubeClient, NamespaceKind } from '@aro/kube';
 import { createLogger } from '@aro/observability';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
 import { ControlPlane } from '../harness/control-plane';
 import { CRD_PATHS } from '../harness/global-setup';
-import { apiserverRequestCounts, requestCountDelta } from '../harness/apiserver-requests';
 import { ListenerPodPlayer } from '../harness/listener-pod-player';
 import { processExists } from '../harness/processes';
 import { RunnerPlayer } from '../harness/runner-player';
@@ -25,21 +17,21 @@ import {
   RUNNER_NAMESPACE,
   SCALE_SET_RELEASE,
   applyManifests,
-  deleteManifests,
   ensureHelm,
   identityOf,
-  manifestsLeft,
   renderControllerChart,
   renderScaleSetChart,
   writeServiceAccountKubeconfig,
 } from './charts';
 import { ControllerReplicas } from './controllers';
 import type { SandboxOptions } from './options';
-import { ProgressView, jobCounts, runnersByPhase, type Snapshot } from './progress';
+import { ProgressView, jobCounts, type Snapshot } from './progress';
 import { keepInstructions, type Identity, type SandboxReport } from './report';
-import { desiredReplicas, forbiddenLines, kubeWrites, podsIn, secretsIn } from './observe';
+import { drainScaleSet } from './drain';
+import { forbiddenLines, podsIn, secretsIn } from './observe';
 import { percentile } from './stats';
 import { Workload } from './workload';
+import { WorkloadObserver } from './workload-observer';
 
 export { renderReport, type SandboxReport } from './report';
 
@@ -236,9 +228,6 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     }
     view.event('listener connected: its message session is open; queueing the jobs');
 
-    // Counting starts now: what set-up cost is not the workload's.
-    const countsBefore = await apiserverRequestCounts(cp.kubeConfig());
-    sim.resetCallCounts();
     const workload = new Workload({
       sim,
       jobs: options.jobs,
@@ -246,61 +235,27 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       waveSeconds: options.waveSeconds,
       labels: [SCALE_SET_RELEASE],
     });
+    const observer = await WorkloadObserver.start({
+      kube,
+      kubeConfig: cp.kubeConfig(),
+      sim,
+      workload,
+      controllers,
+      listeners: listenerPlayer,
+      event: (line) => view.event(line, last),
+    });
     const workloadBegan = Date.now();
     workload.start();
     cleanup.push(async () => workload.stop());
 
-    const created = new Map<string, number>();
-    const lifecycles: number[] = [];
-    let kubeWriteCount = 0;
     let killedLeaderAt = 0;
     let listenerKilled = false;
     let leaderKilled = false;
-    let lastHolder = '';
     const deadline = workloadBegan + options.timeoutSeconds * 1_000;
-
-    const look = async (): Promise<Snapshot> => {
-      const runners = await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: RUNNER_NAMESPACE });
-      const present = new Set<string>();
-      for (const r of runners) {
-        const uid = r.metadata?.uid ?? '';
-        present.add(uid);
-        if (!created.has(uid))
-          created.set(uid, Date.parse(String(r.metadata?.creationTimestamp ?? '')) || Date.now());
-      }
-      for (const [uid, at] of created) {
-        if (!present.has(uid) && at > 0) {
-          lifecycles.push(Date.now() - at);
-          created.set(uid, -1); // measured once
-        }
-      }
-      const counts = await apiserverRequestCounts(cp.kubeConfig());
-      kubeWriteCount = kubeWrites(requestCountDelta(countsBefore, counts));
-      // The holder identity is the replica's name and a start's id: a restarted replica that wins the
-      // Lease back is a change of leader too.
-      const holder = (await controllers.leader()) ?? '(none)';
-      const leader = holder.split('_')[0];
-      if (holder !== lastHolder) {
-        if (lastHolder) view.event(`leader changed: ${lastHolder.split('_')[0]} -> ${leader}`, last);
-        lastHolder = holder;
-      }
-      const alive = runners.filter((r) => !r.metadata?.deletionTimestamp).length;
-      return {
-        elapsedMs: Date.now() - workloadBegan,
-        jobs: jobCounts(sim.jobs().filter((j) => workload.jobIds.includes(j.jobId))),
-        runnersByPhase: runnersByPhase(runners),
-        desired: await desiredReplicas(kube),
-        actual: alive,
-        kubeWrites: kubeWriteCount,
-        actionsCalls: Object.values(sim.callCounts()).reduce((a, b) => a + b, 0),
-        leader,
-        listeners: listenerPlayer.running().length,
-      };
-    };
 
     // The workload: run until every job has finished, the timeout passes, or Ctrl-C.
     while (!io.signal.aborted) {
-      last = await look();
+      last = await observer.look();
       view.update(last);
       const done = last.jobs.succeeded + last.jobs.failed;
       if (workload.queuedAll && done >= options.jobs) break;
@@ -355,43 +310,19 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     // Drain: `helm uninstall` of the scale set; the controller releases its runners, its listener and
     // its registrations, then the chart's protected objects; whatever it leaves behind is counted.
     // Skipped after a Ctrl-C of a run without --keep: the person wants it stopped, not tidied.
-    const drain = !io.signal.aborted || options.keep;
-    let chartLeft: string[] = [];
-    if (drain) {
-      view.event(`workload over; uninstalling the scale set (release ${SCALE_SET_RELEASE})`, last);
-      await deleteManifests(cp.kubeConfig(), scaleSet);
-      const drainUntil = Date.now() + 90_000;
-      // Once the runners, pods and listener are gone, chart objects that stay this long are stuck
-      // (a finalizer nobody will remove), not slow: counted as left rather than waited for.
-      let settledAt = 0;
-      while (Date.now() < drainUntil) {
-        last = await look();
-        view.update(last);
-        chartLeft = await manifestsLeft(cp.kubeConfig(), scaleSet);
-        // The scale set's own runners, pods and listener (by the label the controller propagates):
-        // what a person applied with --keep (examples/manifests) is theirs and is not waited for.
-        const own = { labelSelector: `${Labels.scaleSetName}=${SCALE_SET_RELEASE}` };
-        const listeners = await kube.list<AutoscalingListener>(AutoscalingListenerKind, {
-          namespace: CONTROLLER_NAMESPACE,
-          ...own,
-        });
-        const runners = await kube.list<EphemeralRunner>(EphemeralRunnerKind, {
-          namespace: RUNNER_NAMESPACE,
-          ...own,
-        });
-        const settled =
-          runners.length === 0 &&
-          (await podsIn(kube, own.labelSelector)).length === 0 &&
-          listeners.length === 0;
-        if (settled && chartLeft.length === 0) break;
-        settledAt = settled ? settledAt || Date.now() : 0;
-        if (settledAt && Date.now() - settledAt > 20_000) {
-          view.event(`still there 20 s after the runners went: ${chartLeft.join(', ')}`, last);
-          break;
-        }
-        await sleep(1_000);
-      }
-    }
+    const chartLeft =
+      !io.signal.aborted || options.keep
+        ? await drainScaleSet({
+            kube,
+            kubeConfig: cp.kubeConfig(),
+            scaleSet,
+            tick: async () => {
+              last = await observer.look();
+              view.update(last);
+            },
+            event: (line) => view.event(line, last),
+          })
+        : [];
     view.release();
     const pods = await podsIn(kube);
     const secrets = await secretsIn(kube);
@@ -423,11 +354,11 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       unfinished: options.jobs - counts.succeeded - counts.failed,
       queueWaitP50Ms: percentile(waits, 50),
       queueWaitP95Ms: percentile(waits, 95),
-      runnerLifecycleP50Ms: percentile(lifecycles, 50),
-      runnerLifecycleP95Ms: percentile(lifecycles, 95),
-      runnersSeen: created.size,
-      kubeWrites: kubeWriteCount,
-      actionsCalls: Object.values(sim.callCounts()).reduce((a, b) => a + b, 0),
+      runnerLifecycleP50Ms: percentile(observer.lifecycles, 50),
+      runnerLifecycleP95Ms: percentile(observer.lifecycles, 95),
+      runnersSeen: observer.created.size,
+      kubeWrites: observer.kubeWriteCount,
+      actionsCalls: observer.actionsCalls(),
       registrationsLeft: sim.registrations().length,
       podsLeft: pods.length,
       secretsLeft: secrets.length,
