@@ -25,6 +25,7 @@ export {
 export { processExists } from './processes';
 export { kubeConfigForUser } from './users';
 export { waitFor, type WaitForOptions } from './wait-for';
+export { readOrUndefined } from './read';
 export { apiserverRequestCounts, requestCountDelta } from './apiserver-requests';
 export {
   RunnerPlayer,

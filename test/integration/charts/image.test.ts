@@ -5,9 +5,9 @@ import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, ListenerDefaults } from '@aro/api';
-import { KubeClient, PodKind, isNotFound } from '@aro/kube';
+import { KubeClient, PodKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
-import { testKubeConfig, waitFor } from '../../harness';
+import { readOrUndefined, testKubeConfig, waitFor } from '../../harness';
 import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
 import { ContainerProcess, ensureImageAppsBuilt, startContainer } from './chart-process';
 import { Manifest, REPO_ROOT, findManifest, helmBinary } from './helm-chart';
@@ -68,15 +68,6 @@ Module({ providers: [ImageTestExtension] })(ImageTestExtensionModule);
 
 module.exports = { ImageTestExtensionModule };
 `;
-
-async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
 
 describe('The image, reproduced from the Dockerfile', () => {
   let image: ReproducedImage;

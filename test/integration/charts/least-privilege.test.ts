@@ -17,11 +17,12 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import {
   ControlPlane,
   RunnerPlayer,
+  readOrUndefined,
   runnerContainerRunning,
   runnerContainerTerminated,
   testKubeConfig,
@@ -44,15 +45,6 @@ import { InstalledCharts, InstallOptions, installCharts, serviceAccountKubeconfi
 jest.setTimeout(240_000);
 
 const FORBIDDEN = /forbidden/i;
-
-async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
 
 describe('The charts installed on the apiserver', () => {
   let sim: RunningSimulator;

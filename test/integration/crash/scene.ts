@@ -10,10 +10,12 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { KubeClient, PodKind, SecretKind, isNotFound } from '@aro/kube';
+import { KubeClient, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import type { JobView } from '../../../apps/simulator/src';
-import { ControlPlane, createTestNamespace, testKubeConfig, waitFor } from '../../harness';
+import { ControlPlane, createTestNamespace, readOrUndefined, testKubeConfig, waitFor } from '../../harness';
+
+export { readOrUndefined };
 import { ControllerProcess } from '../../harness/controller-process';
 import { CRD_PATHS } from '../../harness/global-setup';
 import { HighWater } from '../../harness/high-water';
@@ -207,15 +209,6 @@ async function describeScene(stage: CrashStage, scene: ScaleSetScene): Promise<s
     `registrations: ${JSON.stringify(sim.registrations({ scaleSetId: scene.scaleSetId }))}`,
     `player errors: ${JSON.stringify(scene.runners.errors)}`,
   ].join('\n');
-}
-
-export async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /**
