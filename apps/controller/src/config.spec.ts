@@ -15,6 +15,7 @@ describe('loadControllerConfig', () => {
       RETRY_PERIOD_SECONDS: 2,
       LOG_FORMAT: 'json',
       PROBE_PORT: 8081,
+      LISTENER_CREDENTIAL_REFRESH_SECONDS: 60,
     });
   });
 
@@ -31,11 +32,18 @@ describe('loadControllerConfig', () => {
 
   it('refuses invalid values with a message naming every bad variable', () => {
     expect(() =>
-      loadControllerConfig({ MAX_CONCURRENT_RECONCILES: 'zero', LOG_LEVEL: 'verbose', PROBE_PORT: '70000' }),
+      loadControllerConfig({
+        MAX_CONCURRENT_RECONCILES: 'zero',
+        LOG_LEVEL: 'verbose',
+        PROBE_PORT: '70000',
+        LISTENER_CREDENTIAL_REFRESH_SECONDS: '1',
+      }),
     ).toThrow(
       expect.objectContaining({
         name: 'ConfigError',
-        message: expect.stringMatching(/MAX_CONCURRENT_RECONCILES[\s\S]*LOG_LEVEL[\s\S]*PROBE_PORT/),
+        message: expect.stringMatching(
+          /MAX_CONCURRENT_RECONCILES[\s\S]*LOG_LEVEL[\s\S]*PROBE_PORT[\s\S]*LISTENER_CREDENTIAL_REFRESH_SECONDS/,
+        ),
       }) as ConfigError,
     );
   });

@@ -67,6 +67,12 @@ export const controllerEnvSchema = z
     /** Where listeners serve their metrics; `0` or empty disables them. */
     LISTENER_METRICS_ADDR: z.string().default(':8080'),
     LISTENER_METRICS_ENDPOINT: z.string().default('/metrics'),
+    /**
+     * How often a listener's config is rebuilt from its GitHub credentials Secret even when nothing
+     * else changed, so that a rotated token or key reaches the listener on its own; each rebuild is one
+     * Secret read per scale set.
+     */
+    LISTENER_CREDENTIAL_REFRESH_SECONDS: seconds(60).refine((v) => v >= 5, 'must be >= 5'),
     /** Comma-separated label key prefixes not copied from scale sets onto the objects made for them. */
     EXCLUDE_LABEL_PROPAGATION_PREFIXES: z
       .string()

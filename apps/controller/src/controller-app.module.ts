@@ -112,6 +112,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
   const autoscalingListener: AutoscalingListenerModuleOptions = {
     metricsAddr: config.LISTENER_METRICS_ADDR,
     metricsEndpoint: config.LISTENER_METRICS_ENDPOINT,
+    credentialRefreshIntervalMs: config.LISTENER_CREDENTIAL_REFRESH_SECONDS * 1000,
     logLevel: config.LOG_LEVEL,
     logFormat: config.LOG_FORMAT,
     events: config.EVENTS,

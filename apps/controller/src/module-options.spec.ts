@@ -1,0 +1,22 @@
+import { silentLogger } from '@aro/observability';
+import { loadControllerConfig } from './config';
+import { moduleOptionsFrom } from './controller-app.module';
+
+/** Each environment variable reaches the module that acts on it, in the unit that module expects. */
+describe('moduleOptionsFrom', () => {
+  const optionsFor = (env: NodeJS.ProcessEnv) =>
+    moduleOptionsFrom({ config: loadControllerConfig(env), logger: silentLogger });
+
+  it('gives the listener controller its credential refresh interval in milliseconds', () => {
+    expect(optionsFor({}).autoscalingListener.credentialRefreshIntervalMs).toBe(60_000);
+    expect(
+      optionsFor({ LISTENER_CREDENTIAL_REFRESH_SECONDS: '15' }).autoscalingListener
+        .credentialRefreshIntervalMs,
+    ).toBe(15_000);
+  });
+
+  it('gives the orphan sweep its interval and grace in milliseconds', () => {
+    const { unregistration } = optionsFor({ ORPHAN_SWEEP_INTERVAL_SECONDS: '30', ORPHAN_GRACE_SECONDS: '0' });
+    expect(unregistration).toMatchObject({ orphanSweepIntervalMs: 30_000, orphanGraceMs: 0 });
+  });
+});
