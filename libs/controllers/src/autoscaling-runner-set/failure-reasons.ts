@@ -65,17 +65,12 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
   if (err instanceof ScaleSetClaimedError) return { reason: ScaleSetReasons.scaleSetNameConflict, message };
   // A config URL that names no org, repo or enterprise (or is not a URL) is the spec's fault, not the
   // service's: said so, rather than as an Actions service error a person would wait out.
-  if (err instanceof InvalidScaleSetSpecError || err instanceof InvalidConfigUrlError)
-    return { reason: ScaleSetReasons.invalidConfiguration, message };
+  if (err instanceof InvalidConfigUrlError) return { reason: ScaleSetReasons.invalidConfiguration, message };
   return { reason: ScaleSetReasons.actionsServiceError, message };
 }
 
 export class RunnerGroupNotFoundError extends Error {
   override readonly name = 'RunnerGroupNotFoundError';
-}
-
-export class InvalidScaleSetSpecError extends Error {
-  override readonly name = 'InvalidScaleSetSpecError';
 }
 
 /** The scale set this set would adopt is already another AutoscalingRunnerSet's (see `claimantOf`). */
