@@ -14,13 +14,14 @@ import {
   RoleKind,
   ServiceAccountKind,
   isNotFound,
-} from '@aro/kube';
-import {
   finalizersPatch,
   hasFinalizer,
-  scaleSetMetricLabels,
-  withFinalizer,
-} from '../ephemeral-runner-set/scale-set-common';
+  withFinalizers,
+  deleteIgnoringNotFound,
+  done,
+  requeueAfter,
+  sooner,
+} from '@aro/kube';
 import {
   buildListenerPod,
   buildRole,
@@ -33,15 +34,12 @@ import {
   type AutoscalingListenerReconcilerOptions,
   type ListenerContext,
   applyListenerResource,
-  deleteIgnoringNotFound,
-  done,
   listenerContext,
-  requeueAfter,
-  sooner,
 } from './listener-context';
 import { ListenerConfigWriter } from './listener-config-writer';
 import { ListenerFinalizer } from './listener-finalizer';
 import { ListenerPodLifecycle } from './listener-pod-lifecycle';
+import { scaleSetMetricLabels } from '../shared/scale-set-labels';
 
 export type {
   AutoscalingListenerReconcilerDeps,
@@ -92,7 +90,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
         AutoscalingListenerKind,
         req.namespace,
         req.name,
-        finalizersPatch(listener, withFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)),
+        finalizersPatch(listener, withFinalizers(listener, AUTOSCALING_LISTENER_FINALIZER)),
       );
     }
 
@@ -107,7 +105,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
       if (!isNotFound(err)) throw err;
       // A listener of no scale set would scale nothing: it goes (upstream does the same).
       log.info('The listener has no AutoscalingRunnerSet; deleting it');
-      await deleteIgnoringNotFound(this.ctx, AutoscalingListenerKind, req.namespace, req.name);
+      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, req.namespace, req.name);
       return done;
     }
     this.ctx.deps.metrics?.labels(

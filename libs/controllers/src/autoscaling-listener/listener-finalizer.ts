@@ -13,10 +13,15 @@ import {
   SecretKind,
   ServiceAccountKind,
   isNotFound,
+  finalizersPatch,
+  hasFinalizer,
+  withoutFinalizers,
+  deleteIgnoringNotFound,
+  done,
+  requeueAfter,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
-import { type ListenerContext, deleteIgnoringNotFound, done, requeueAfter } from './listener-context';
+import { type ListenerContext } from './listener-context';
 
 export class ListenerFinalizer {
   constructor(private readonly ctx: ListenerContext) {}
@@ -32,7 +37,8 @@ export class ListenerFinalizer {
     try {
       const pod = await this.ctx.deps.client.get<V1Pod>(PodKind, namespace, name);
       podGone = false;
-      if (!pod.metadata?.deletionTimestamp) await deleteIgnoringNotFound(this.ctx, PodKind, namespace, name);
+      if (!pod.metadata?.deletionTimestamp)
+        await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -40,16 +46,16 @@ export class ListenerFinalizer {
       log.info('Waiting for the listener pod to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
-    await deleteIgnoringNotFound(this.ctx, SecretKind, namespace, listenerConfigSecretName(name));
-    await deleteIgnoringNotFound(this.ctx, RoleBindingKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx, RoleKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx, ServiceAccountKind, namespace, name);
+    await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, listenerConfigSecretName(name));
+    await deleteIgnoringNotFound(this.ctx.deps.client, RoleBindingKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.deps.client, RoleKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
     try {
       await this.ctx.deps.client.mergePatch(
         AutoscalingListenerKind,
         namespace,
         name,
-        finalizersPatch(listener, withoutFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)),
+        finalizersPatch(listener, withoutFinalizers(listener, AUTOSCALING_LISTENER_FINALIZER)),
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -9,22 +9,24 @@ import {
   integrityHash,
 } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
-import { Reconciler, ReconcileContext, Request, Result, isNotFound } from '@aro/kube';
-import { configHolderOfScaleSet } from '@aro/secrets';
 import {
+  Reconciler,
+  ReconcileContext,
+  Request,
+  Result,
+  isNotFound,
   finalizersPatch,
-  findCondition,
   hasFinalizer,
-  setCondition,
-  withFinalizer,
-} from '../ephemeral-runner-set/scale-set-common';
+  withFinalizers,
+  done,
+  requeueAfter,
+} from '@aro/kube';
+import { configHolderOfScaleSet } from '@aro/secrets';
 import { desiredRunnerSpec, runnerScaleSetHash } from './runner-scale-set-resources';
 import {
   type AutoscalingRunnerSetReconcilerDeps,
   type AutoscalingRunnerSetReconcilerOptions,
   type ScaleSetContext,
-  done,
-  requeueAfter,
   scaleSetContext,
 } from './runner-scale-set-context';
 import { ListenerSync } from './listener-sync';
@@ -32,6 +34,7 @@ import { RunnerSetSync } from './runner-set-sync';
 import { ScaleSetFinalizer } from './scale-set-finalizer';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
+import { findCondition, setCondition } from '../shared/conditions';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -89,7 +92,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
         AutoscalingRunnerSetKind,
         req.namespace,
         req.name,
-        finalizersPatch(ars, withFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)),
+        finalizersPatch(ars, withFinalizers(ars, AUTOSCALING_RUNNER_SET_FINALIZER)),
       );
     }
 

@@ -8,9 +8,10 @@ import {
   ServiceAccountKind,
   isForbidden,
   isNotFound,
+  finalizersPatch,
+  withoutFinalizers,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { finalizersPatch, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
 
 /**
  * The objects the gha-runner-scale-set chart creates beside the AutoscalingRunnerSet, named in its
@@ -71,7 +72,7 @@ async function release(
       kind,
       namespace,
       name,
-      finalizersPatch(object, withoutFinalizer(object, CLEANUP_PROTECTION_FINALIZER)),
+      finalizersPatch(object, withoutFinalizers(object, CLEANUP_PROTECTION_FINALIZER)),
     );
     log.info('Removed the cleanup protection of a chart-created object', { kind: kind.kind, object: name });
   } catch (err) {

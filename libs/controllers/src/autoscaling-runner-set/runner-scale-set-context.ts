@@ -1,4 +1,4 @@
-import { KubeClient, Reader, Result } from '@aro/kube';
+import { KubeClient, Reader } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import type { EventRecorder } from '../events/event-recorder';
@@ -40,9 +40,6 @@ export interface AutoscalingRunnerSetReconcilerDeps {
   logger: Logger;
   now?: () => number;
 }
-
-export const done: Result = {};
-export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
 
 export interface ScaleSetContext {
   deps: AutoscalingRunnerSetReconcilerDeps;

@@ -8,15 +8,22 @@ import {
   EphemeralRunnerSetKind,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import {
+  Result,
+  isNotFound,
+  finalizersPatch,
+  hasFinalizer,
+  withoutFinalizers,
+  done,
+  requeueAfter,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
 import { removeCleanupProtection } from './cleanup-protection';
 import { classifyScaleSetFailure } from './failure-reasons';
 import { listenerNameOf, scaleSetIdOf } from './runner-scale-set-resources';
 import { runnerGroupId } from './scale-set-registration';
-import { type ScaleSetContext, done, requeueAfter } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
 
@@ -94,7 +101,7 @@ export class ScaleSetFinalizer {
       AutoscalingRunnerSetKind,
       namespace,
       name,
-      finalizersPatch(latest, withoutFinalizer(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
+      finalizersPatch(latest, withoutFinalizers(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
     );
     this.ctx.failures.delete(key);
     this.ctx.lastChecked.delete(key);

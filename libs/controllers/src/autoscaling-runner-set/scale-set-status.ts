@@ -9,16 +9,12 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import { Result, isNotFound, exponentialBackoffMs, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import {
-  describeError,
-  exponentialBackoffMs,
-  findCondition,
-  setCondition,
-} from '../ephemeral-runner-set/scale-set-common';
 import { classifyScaleSetFailure } from './failure-reasons';
-import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
+import { describeError } from '../shared/describe-error';
+import { findCondition, setCondition } from '../shared/conditions';
 
 /** The set's status: conditions, phase and the counts mirrored from its EphemeralRunnerSet. */
 export class ScaleSetStatusWriter {

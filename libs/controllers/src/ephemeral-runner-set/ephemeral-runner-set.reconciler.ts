@@ -6,16 +6,24 @@ import {
   EphemeralRunnerSetPhase,
   integrityHash,
 } from '@aro/api';
-import { Reconciler, ReconcileContext, Request, Result, isNotFound } from '@aro/kube';
+import {
+  Reconciler,
+  ReconcileContext,
+  Request,
+  Result,
+  isNotFound,
+  finalizersPatch,
+  hasFinalizer,
+  withFinalizers,
+  done,
+  requeueAfter,
+} from '@aro/kube';
 import { runnersByState } from './runner-states';
-import { finalizersPatch, hasFinalizer, withFinalizer } from './scale-set-common';
 import {
   type EphemeralRunnerSetReconcilerDeps,
   type EphemeralRunnerSetReconcilerOptions,
   type RunnerSetContext,
-  done,
   ownedRunners,
-  requeueAfter,
   runnerSetContext,
 } from './runner-set-context';
 import { RunnerProxySecret } from './runner-proxy-secret';
@@ -91,7 +99,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
         EphemeralRunnerSetKind,
         req.namespace,
         req.name,
-        finalizersPatch(set, withFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
+        finalizersPatch(set, withFinalizers(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
       );
       log.debug('Added the finalizer');
     }

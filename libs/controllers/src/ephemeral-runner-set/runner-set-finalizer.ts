@@ -4,17 +4,20 @@ import {
   EphemeralRunnerSetKind,
   runnerProxySecretName,
 } from '@aro/api';
-import { Result, SecretKind, isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { runnersByState } from './runner-states';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from './scale-set-common';
 import {
-  type RunnerSetContext,
+  Result,
+  SecretKind,
+  isNotFound,
+  finalizersPatch,
+  hasFinalizer,
+  withoutFinalizers,
   done,
   requeueAfter,
-  ownedRunners,
   deleteIgnoringNotFound,
-} from './runner-set-context';
+} from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { runnersByState } from './runner-states';
+import { type RunnerSetContext, ownedRunners } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
 import type { RunnerSetStatusWriter } from './runner-set-status';
 
@@ -52,7 +55,7 @@ export class RunnerSetFinalizer {
         EphemeralRunnerSetKind,
         namespace,
         set.metadata?.name ?? '',
-        finalizersPatch(set, withoutFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
+        finalizersPatch(set, withoutFinalizers(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -20,10 +20,13 @@ import {
   finalizer,
   isConflict,
   isNotFound,
+  done,
+  removeFinalizer,
+  requeueAfter,
+  Expectations,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnerCleanup } from './cleanup';
-import { CreationExpectations } from './creation-expectations';
 import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs } from './failure-backoff';
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
@@ -33,9 +36,6 @@ import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
-  done,
-  removeFinalizer,
-  requeueAfter,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
@@ -66,7 +66,7 @@ const FINALIZERS = { name: EPHEMERAL_RUNNER_FINALIZER, also: [EPHEMERAL_RUNNER_A
  */
 export class EphemeralRunnerReconciler implements Reconciler {
   private readonly ctx: RunnerContext;
-  private readonly podCreations: CreationExpectations;
+  private readonly podCreations: Expectations;
   private readonly status: RunnerStatusWriter;
   private readonly cleanup: RunnerCleanup;
   private readonly registration: RunnerFinalization;
@@ -85,7 +85,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       slowRetries: new SlowRetries(),
       jitSecrets: new KnownJitSecrets(),
     };
-    this.podCreations = new CreationExpectations(30_000, now);
+    this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
     this.cleanup = new RunnerCleanup(this.ctx);
     this.registration = new RunnerFinalization(this.ctx, this.status, this.cleanup);
@@ -277,10 +277,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
     let pod: V1Pod;
     try {
       pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
-      this.podCreations.observed(key);
+      this.podCreations.pendingMs(key, [pod]);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      const lag = this.podCreations.remainingMs(key);
+      const lag = this.podCreations.pendingMs(key, []);
       if (lag > 0) {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);
