@@ -6,22 +6,22 @@ import {
   AutoscalingRunnerSetKind,
 } from '@aro/api';
 import {
-  Reconciler,
   ReconcileContext,
+  Reconciler,
   Request,
   Result,
   RoleBindingKind,
   RoleKind,
   ServiceAccountKind,
-  isNotFound,
-  finalizersPatch,
-  hasFinalizer,
-  withFinalizers,
   deleteIgnoringNotFound,
   done,
+  finalizer,
+  getIgnoringNotFound,
+  patchingFinalizers,
   requeueAfter,
   sooner,
 } from '@aro/kube';
+import type { Logger } from '@aro/observability';
 import {
   buildListenerPod,
   buildRole,
@@ -70,42 +70,55 @@ export class AutoscalingListenerReconciler implements Reconciler {
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
     const key = `${req.namespace}/${req.name}`;
-    let listener: AutoscalingListener;
-    try {
-      listener = await this.ctx.deps.cache.get<AutoscalingListener>(
-        AutoscalingListenerKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.deps.metrics?.forget(key);
-      this.ctx.configRefresh.forget(key);
+    const found = await getIgnoringNotFound<AutoscalingListener>(
+      this.ctx.deps.cache,
+      AutoscalingListenerKind,
+      req.namespace,
+      req.name,
+    );
+    if (!found) {
+      this.forget(key);
       return done;
     }
-    if (listener.metadata?.deletionTimestamp) return this.finalizer.finalize(listener, key, log);
+    return finalizer(
+      { name: AUTOSCALING_LISTENER_FINALIZER },
+      found,
+      patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
+      {
+        apply: (live) => this.apply(live, key, signal, log),
+        cleanup: async (deleting) => {
+          const outcome = await this.finalizer.finalize(deleting, key, log);
+          if ('released' in outcome) this.forget(key);
+          return outcome;
+        },
+      },
+    );
+  }
 
-    if (!hasFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)) {
-      listener = await this.ctx.deps.client.mergePatch<AutoscalingListener>(
-        AutoscalingListenerKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(listener, withFinalizers(listener, AUTOSCALING_LISTENER_FINALIZER)),
-      );
-    }
+  /** Everything this controller remembers of a listener, dropped once it is gone. */
+  private forget(key: string): void {
+    this.ctx.deps.metrics?.forget(key);
+    this.ctx.configRefresh.forget(key);
+  }
 
-    let ars: AutoscalingRunnerSet;
-    try {
-      ars = await this.ctx.deps.cache.get<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        listener.spec.autoscalingRunnerSetNamespace ?? '',
-        listener.spec.autoscalingRunnerSetName ?? '',
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+  /** A live listener carrying the finalizer: what its pod needs, then the pod. */
+  private async apply(
+    listener: AutoscalingListener,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    const { namespace = '', name = '' } = listener.metadata ?? {};
+    const ars = await getIgnoringNotFound<AutoscalingRunnerSet>(
+      this.ctx.deps.cache,
+      AutoscalingRunnerSetKind,
+      listener.spec.autoscalingRunnerSetNamespace ?? '',
+      listener.spec.autoscalingRunnerSetName ?? '',
+    );
+    if (!ars) {
       // A listener of no scale set would scale nothing: it goes (upstream does the same).
       log.info('The listener has no AutoscalingRunnerSet; deleting it');
-      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, req.namespace, req.name);
+      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, namespace, name);
       return done;
     }
     this.ctx.deps.metrics?.labels(

@@ -1,23 +1,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import {
-  AUTOSCALING_LISTENER_FINALIZER,
-  AutoscalingListener,
-  AutoscalingListenerKind,
-  listenerConfigSecretName,
-} from '@aro/api';
+import { AutoscalingListener, listenerConfigSecretName } from '@aro/api';
 import {
   PodKind,
+  type Released,
   Result,
   RoleBindingKind,
   RoleKind,
   SecretKind,
   ServiceAccountKind,
-  isNotFound,
-  finalizersPatch,
-  hasFinalizer,
-  withoutFinalizers,
   deleteIgnoringNotFound,
-  done,
+  isNotFound,
+  released,
   requeueAfter,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
@@ -27,8 +20,7 @@ export class ListenerFinalizer {
   constructor(private readonly ctx: ListenerContext) {}
 
   /** Deletion: the pod first (it deletes its message session on SIGTERM), then what it used, then the finalizer. */
-  async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result> {
-    if (!hasFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)) return done;
+  async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result | Released> {
     const namespace = listener.metadata?.namespace ?? '';
     const name = listener.metadata?.name ?? '';
     const setNamespace = listener.spec.autoscalingRunnerSetNamespace ?? '';
@@ -50,19 +42,7 @@ export class ListenerFinalizer {
     await deleteIgnoringNotFound(this.ctx.deps.client, RoleBindingKind, setNamespace, name);
     await deleteIgnoringNotFound(this.ctx.deps.client, RoleKind, setNamespace, name);
     await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
-    try {
-      await this.ctx.deps.client.mergePatch(
-        AutoscalingListenerKind,
-        namespace,
-        name,
-        finalizersPatch(listener, withoutFinalizers(listener, AUTOSCALING_LISTENER_FINALIZER)),
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.configRefresh.forget(key);
-    log.info('Removed the finalizer of a deleted listener');
-    return done;
+    log.info('Everything the deleted listener used is gone; removing its finalizer');
+    return released();
   }
 }

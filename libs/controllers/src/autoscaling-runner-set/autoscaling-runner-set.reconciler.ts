@@ -10,17 +10,19 @@ import {
 } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
 import {
-  Reconciler,
+  type FinalizerWriter,
   ReconcileContext,
+  Reconciler,
   Request,
   Result,
-  isNotFound,
-  finalizersPatch,
-  hasFinalizer,
-  withFinalizers,
   done,
+  finalizer,
+  finalizersPatch,
+  getIgnoringNotFound,
   requeueAfter,
+  withoutFinalizers,
 } from '@aro/kube';
+import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { desiredRunnerSpec, runnerScaleSetHash } from './runner-scale-set-resources';
 import {
@@ -69,39 +71,67 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
     const key = `${req.namespace}/${req.name}`;
-    let ars: AutoscalingRunnerSet;
-    try {
-      ars = await this.ctx.deps.cache.get<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.failures.delete(key);
-      this.ctx.lastChecked.delete(key);
+    const found = await getIgnoringNotFound<AutoscalingRunnerSet>(
+      this.ctx.deps.cache,
+      AutoscalingRunnerSetKind,
+      req.namespace,
+      req.name,
+    );
+    if (!found) {
+      this.forget(key);
       return done;
     }
     const callSignal = (): AbortSignal =>
       AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
+    return finalizer({ name: AUTOSCALING_RUNNER_SET_FINALIZER }, found, this.writeFinalizers, {
+      apply: (live) => this.apply(live, key, signal, callSignal, log),
+      cleanup: async (deleting) => {
+        const outcome = await this.finalizer.finalize(deleting, key, callSignal, log);
+        if ('released' in outcome) this.forget(key);
+        return outcome;
+      },
+    });
+  }
 
-    if (ars.metadata?.deletionTimestamp) return this.finalizer.finalize(ars, key, callSignal, log);
+  /**
+   * The finalizer's removal is patched from the set as it is now, not as the pass read it: the
+   * cleanup wrote to the set (its scale set annotations), so the version read would be refused.
+   */
+  private readonly writeFinalizers: FinalizerWriter<AutoscalingRunnerSet> = async (obj, patch, step) => {
+    const { namespace = '', name = '' } = obj.metadata ?? {};
+    const client = this.ctx.deps.client;
+    if (step === 'add')
+      return client.mergePatch<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name, patch);
+    const latest = await client.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name);
+    return client.mergePatch<AutoscalingRunnerSet>(
+      AutoscalingRunnerSetKind,
+      namespace,
+      name,
+      finalizersPatch(latest, withoutFinalizers(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
+    );
+  };
 
-    if (!hasFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)) {
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(ars, withFinalizers(ars, AUTOSCALING_RUNNER_SET_FINALIZER)),
-      );
-    }
+  /** Everything this controller remembers of a set, dropped once the set is gone. */
+  private forget(key: string): void {
+    this.ctx.failures.forget(key);
+    this.ctx.lastChecked.delete(key);
+  }
 
+  /** A live set carrying the finalizer: its scale set, its runner set, its listener. */
+  private async apply(
+    ars: AutoscalingRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    callSignal: () => AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    const { namespace: reqNamespace = '', name: reqName = '' } = ars.metadata ?? {};
     const hash = runnerScaleSetHash(ars);
     if (ars.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
       ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
+        reqNamespace,
+        reqName,
         {
           metadata: { annotations: { [Annotations.integrityHash]: hash } },
         },

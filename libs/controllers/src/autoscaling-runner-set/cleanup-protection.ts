@@ -9,6 +9,7 @@ import {
   isForbidden,
   isNotFound,
   finalizersPatch,
+  hasFinalizer,
   withoutFinalizers,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
@@ -52,7 +53,7 @@ async function stillProtected(
   if (!name) return undefined;
   try {
     const object = await client.get<KubeObject>(kind, namespace, name);
-    return object.metadata?.finalizers?.includes(CLEANUP_PROTECTION_FINALIZER) ? object : undefined;
+    return hasFinalizer(object, CLEANUP_PROTECTION_FINALIZER) ? object : undefined;
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;

@@ -7,17 +7,17 @@ import {
   integrityHash,
 } from '@aro/api';
 import {
-  Reconciler,
   ReconcileContext,
+  Reconciler,
   Request,
   Result,
-  isNotFound,
-  finalizersPatch,
-  hasFinalizer,
-  withFinalizers,
   done,
+  finalizer,
+  getIgnoringNotFound,
+  patchingFinalizers,
   requeueAfter,
 } from '@aro/kube';
+import type { Logger } from '@aro/observability';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
@@ -77,33 +77,45 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
     const key = `${req.namespace}/${req.name}`;
-    let set: EphemeralRunnerSet;
-    try {
-      set = await this.ctx.deps.cache.get<EphemeralRunnerSet>(
-        EphemeralRunnerSetKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.deps.metrics?.forget(key);
-      this.ctx.expectations.forget(key);
-      this.ctx.failureBackoff.delete(key);
+    const set = await getIgnoringNotFound<EphemeralRunnerSet>(
+      this.ctx.deps.cache,
+      EphemeralRunnerSetKind,
+      req.namespace,
+      req.name,
+    );
+    if (!set) {
+      this.forget(key);
       return done;
     }
+    return finalizer(
+      { name: EPHEMERAL_RUNNER_SET_FINALIZER },
+      set,
+      patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
+      {
+        apply: (live) => this.apply(live, key, signal, log),
+        cleanup: async (deleting) => {
+          const outcome = await this.finalizer.finalize(deleting, key, signal, log);
+          if ('released' in outcome) this.forget(key);
+          return outcome;
+        },
+      },
+    );
+  }
 
-    if (set.metadata?.deletionTimestamp) return this.finalizer.finalize(set, key, signal, log);
+  /** Everything this controller remembers of a set, dropped once the set is gone. */
+  private forget(key: string): void {
+    this.ctx.deps.metrics?.forget(key);
+    this.ctx.expectations.forget(key);
+    this.ctx.failureBackoff.delete(key);
+  }
 
-    if (!hasFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)) {
-      set = await this.ctx.deps.client.mergePatch<EphemeralRunnerSet>(
-        EphemeralRunnerSetKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(set, withFinalizers(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
-      );
-      log.debug('Added the finalizer');
-    }
-
+  /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
+  private async apply(
+    set: EphemeralRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
     const runners = await ownedRunners(this.ctx, set);
     const waitMs = this.ctx.expectations.pendingMs(key, runners);
     if (waitMs > 0) {

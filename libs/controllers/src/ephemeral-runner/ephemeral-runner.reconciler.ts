@@ -48,8 +48,17 @@ export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } 
 /** The status reason (and Event reason) of a runner that has no spec. */
 export const REASON_INVALID_SPEC = 'InvalidSpec';
 
-/** The finalizers an EphemeralRunner carries while this controller drives it, added in one write. */
-const FINALIZERS = { name: EPHEMERAL_RUNNER_FINALIZER, also: [EPHEMERAL_RUNNER_ACTIONS_FINALIZER] };
+/**
+ * The finalizers an EphemeralRunner carries while this controller drives it, added in one write.
+ * Without the version lock: a pass acts only on a runner the cache shows past this controller's own
+ * writes (OwnWrites), and no other writer sets a runner's finalizers (its set creates it with them),
+ * so a lock would only add 409s and retried passes where the cache is behind on a status write.
+ */
+const FINALIZERS = {
+  name: EPHEMERAL_RUNNER_FINALIZER,
+  also: [EPHEMERAL_RUNNER_ACTIONS_FINALIZER],
+  optimisticLock: false,
+};
 
 /**
  * The EphemeralRunner reconciler: one runner, one pod, one job, and a registration on the Actions
@@ -111,6 +120,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.ctx.slowRetries.reset(key);
       this.ctx.jitSecrets.forget(key);
       this.registration.forget(key);
+      this.podCreations.forget(key);
       return done;
     }
 

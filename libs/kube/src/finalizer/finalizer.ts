@@ -1,3 +1,5 @@
+import type { ResourceKind } from '@aro/api';
+import type { KubeApi } from '../client/kube-api';
 import type { KubeObject } from '../client/types';
 import { isNotFound } from '../client/errors';
 import type { Result } from '../controller/types';
@@ -68,6 +70,15 @@ export type FinalizerWriter<T extends KubeObject> = (
   patch: object,
   step: 'add' | 'remove',
 ) => Promise<T>;
+
+/** The usual writer: the patch, as a merge patch of the object through `client`. */
+export function patchingFinalizers<T extends KubeObject>(
+  client: Pick<KubeApi, 'mergePatch'>,
+  kind: ResourceKind,
+): FinalizerWriter<T> {
+  return (obj, patch) =>
+    client.mergePatch<T>(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', patch);
+}
 
 /**
  * The finalizer state machine, as kube-rs's `finalizer()`: one call per reconcile decides from

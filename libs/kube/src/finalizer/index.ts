@@ -1,6 +1,7 @@
 export {
   finalizer,
   finalizerState,
+  patchingFinalizers,
   released,
   type FinalizerHandlers,
   type FinalizerNames,
