@@ -15,11 +15,12 @@ import {
   ServiceAccountKind,
   deleteIgnoringNotFound,
   done,
-  finalizer,
   getIgnoringNotFound,
   patchingFinalizers,
   requeueAfter,
   sooner,
+  reconcileFinalized,
+  requestKey,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import {
@@ -68,31 +69,17 @@ export class AutoscalingListenerReconciler implements Reconciler {
     this.finalizer = new ListenerFinalizer(this.ctx);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    const found = await getIgnoringNotFound<AutoscalingListener>(
-      this.ctx.deps.cache,
-      AutoscalingListenerKind,
-      req.namespace,
-      req.name,
-    );
-    if (!found) {
-      this.forget(key);
-      return done;
-    }
-    return finalizer(
-      { name: AUTOSCALING_LISTENER_FINALIZER },
-      found,
-      patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
-      {
-        apply: (live) => this.apply(live, key, signal, log),
-        cleanup: async (deleting) => {
-          const outcome = await this.finalizer.finalize(deleting, key, log);
-          if ('released' in outcome) this.forget(key);
-          return outcome;
-        },
-      },
-    );
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
+    return reconcileFinalized<AutoscalingListener>(req, {
+      reader: this.ctx.deps.cache,
+      kind: AutoscalingListenerKind,
+      finalizer: { name: AUTOSCALING_LISTENER_FINALIZER },
+      write: patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
+      forget: (gone) => this.forget(gone),
+      apply: (live) => this.apply(live, key, signal, log),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, log),
+    });
   }
 
   /** Everything this controller remembers of a listener, dropped once it is gone. */

@@ -4,24 +4,15 @@ import {
   AutoscalingListenerStatus,
   ResourceKind,
 } from '@aro/api';
-import {
-  KubeClient,
-  KubeObject,
-  Reader,
-  createOrReplace,
-  exponentialBackoffMs,
-  isNotFound,
-  objectKey,
-} from '@aro/kube';
+import { KubeObject, createOrReplace, exponentialBackoffMs, isNotFound, objectKey } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import type { SecretResolver } from '@aro/secrets';
 import { isDeepStrictEqual } from 'node:util';
-import type { EventRecorder } from '../events/event-recorder';
 import { ListenerConfigRefresh } from './listener-config-refresh';
 import type { ListenerMetrics } from './listener-metrics';
 import { hashOf } from './listener-resources';
 import { describeError } from '../shared/describe-error';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
  * their defaults, when each listener's config is due to be built again, and the small writes every
@@ -50,14 +41,8 @@ export interface AutoscalingListenerReconcilerOptions {
   credentialRefreshIntervalMs?: number;
 }
 
-export interface AutoscalingListenerReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
+export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
   metrics?: ListenerMetrics;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
 }
 
 export interface ListenerContext {

@@ -16,11 +16,11 @@ import {
   Request,
   Result,
   done,
-  finalizer,
   finalizersPatch,
-  getIgnoringNotFound,
   requeueAfter,
   withoutFinalizers,
+  reconcileFinalized,
+  requestKey,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
@@ -69,27 +69,18 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    const found = await getIgnoringNotFound<AutoscalingRunnerSet>(
-      this.ctx.deps.cache,
-      AutoscalingRunnerSetKind,
-      req.namespace,
-      req.name,
-    );
-    if (!found) {
-      this.forget(key);
-      return done;
-    }
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
     const callSignal = (): AbortSignal =>
       AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
-    return finalizer({ name: AUTOSCALING_RUNNER_SET_FINALIZER }, found, this.writeFinalizers, {
+    return reconcileFinalized<AutoscalingRunnerSet>(req, {
+      reader: this.ctx.deps.cache,
+      kind: AutoscalingRunnerSetKind,
+      finalizer: { name: AUTOSCALING_RUNNER_SET_FINALIZER },
+      write: this.writeFinalizers,
+      forget: (gone) => this.forget(gone),
       apply: (live) => this.apply(live, key, signal, callSignal, log),
-      cleanup: async (deleting) => {
-        const outcome = await this.finalizer.finalize(deleting, key, callSignal, log);
-        if ('released' in outcome) this.forget(key);
-        return outcome;
-      },
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, callSignal, log),
     });
   }
 

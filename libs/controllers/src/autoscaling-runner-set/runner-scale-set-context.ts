@@ -1,8 +1,6 @@
-import { ExponentialBackoffRateLimiter, KubeClient, Reader } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
+import { ExponentialBackoffRateLimiter } from '@aro/kube';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, and per set the failures in a row (the backoff) and when the service was last
@@ -32,14 +30,7 @@ export interface AutoscalingRunnerSetReconcilerOptions {
   actionsCallTimeoutMs?: number;
 }
 
-export interface AutoscalingRunnerSetReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
-}
+export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
 
 export interface ScaleSetContext {
   deps: AutoscalingRunnerSetReconcilerDeps;

@@ -1,21 +1,16 @@
-import { controllerModule } from '@aro/kube';
-import { controllerPartsOf } from '../shared/controller-parts';
+import { type ControllerModuleOptions, partsControllerModule } from '../shared/controller-module';
 import { type EphemeralRunnerSetControllerConfig, setupEphemeralRunnerSetController } from './setup';
 
-export interface EphemeralRunnerSetModuleOptions extends EphemeralRunnerSetControllerConfig {
-  /** The clock of the time-based branches (tests). */
-  now?: () => number;
-}
+export type EphemeralRunnerSetModuleOptions = ControllerModuleOptions<EphemeralRunnerSetControllerConfig>;
 
 /**
  * The EphemeralRunnerSet controller as a Nest module: keeps a set's EphemeralRunners at the count the
  * listener asks for. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const EphemeralRunnerSetController = controllerModule({
-  name: 'EphemeralRunnerSet',
-  register: ({ now, ...config }: EphemeralRunnerSetModuleOptions, providers) =>
-    setupEphemeralRunnerSetController(controllerPartsOf(providers, now), config),
-});
+const EphemeralRunnerSetController = partsControllerModule(
+  'EphemeralRunnerSet',
+  setupEphemeralRunnerSetController,
+);
 export const EphemeralRunnerSetModule = EphemeralRunnerSetController.module;
 export const EphemeralRunnerSetRegistration = EphemeralRunnerSetController.registration;
 export const EPHEMERAL_RUNNER_SET_MODULE_OPTIONS = EphemeralRunnerSetController.optionsToken;

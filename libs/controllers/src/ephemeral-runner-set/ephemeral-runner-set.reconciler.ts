@@ -11,11 +11,10 @@ import {
   Reconciler,
   Request,
   Result,
-  done,
-  finalizer,
-  getIgnoringNotFound,
   patchingFinalizers,
   requeueAfter,
+  reconcileFinalized,
+  requestKey,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { runnersByState } from './runner-states';
@@ -75,31 +74,17 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.finalizer = new RunnerSetFinalizer(this.ctx, removal, this.status);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    const set = await getIgnoringNotFound<EphemeralRunnerSet>(
-      this.ctx.deps.cache,
-      EphemeralRunnerSetKind,
-      req.namespace,
-      req.name,
-    );
-    if (!set) {
-      this.forget(key);
-      return done;
-    }
-    return finalizer(
-      { name: EPHEMERAL_RUNNER_SET_FINALIZER },
-      set,
-      patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
-      {
-        apply: (live) => this.apply(live, key, signal, log),
-        cleanup: async (deleting) => {
-          const outcome = await this.finalizer.finalize(deleting, key, signal, log);
-          if ('released' in outcome) this.forget(key);
-          return outcome;
-        },
-      },
-    );
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
+    return reconcileFinalized<EphemeralRunnerSet>(req, {
+      reader: this.ctx.deps.cache,
+      kind: EphemeralRunnerSetKind,
+      finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
+      write: patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
+      forget: (gone) => this.forget(gone),
+      apply: (live) => this.apply(live, key, signal, log),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, signal, log),
+    });
   }
 
   /** Everything this controller remembers of a set, dropped once the set is gone. */

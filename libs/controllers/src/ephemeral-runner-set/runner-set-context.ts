@@ -1,10 +1,8 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { Expectations, KubeClient, Reader, isControlledBy } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
+import { Expectations, isControlledBy } from '@aro/kube';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the EphemeralRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, the cache-lag expectations and the Failed-runner backoff of each set. Each part
@@ -26,14 +24,8 @@ export interface EphemeralRunnerSetReconcilerOptions {
   publishMetrics?: boolean;
 }
 
-export interface EphemeralRunnerSetReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
+export interface EphemeralRunnerSetReconcilerDeps extends ScaleSetReconcilerDeps {
   metrics?: EphemeralRunnerSetMetrics;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
 }
 
 /** Replacement of Failed runners: how many are owed, and when the next may be made. */

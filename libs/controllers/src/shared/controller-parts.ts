@@ -48,8 +48,20 @@ export function eventRecorderFor(
     : new EventRecorder(parts.client, 'aro-controller', parts.logger.child({ component: 'events' }), mode);
 }
 
-/** What the three scale-set reconcilers take from the parts: the API, the cache, the resolver, Events, the clock. */
-export function scaleSetReconcilerDeps(parts: ControllerParts, events: EventsMode | undefined) {
+/** What the three scale-set reconcilers depend on; each adds its own metrics. */
+export interface ScaleSetReconcilerDeps {
+  client: KubeClient;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: EventRecorder;
+  logger: Logger;
+  now?: () => number;
+}
+
+export function scaleSetReconcilerDeps(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+): ScaleSetReconcilerDeps {
   return {
     client: parts.client,
     cache: parts.cache,

@@ -1,8 +1,9 @@
 import type { ResourceKind } from '@aro/api';
 import type { KubeApi } from '../client/kube-api';
-import type { KubeObject } from '../client/types';
+import type { KubeObject, Reader } from '../client/types';
 import { isNotFound } from '../client/errors';
-import type { Result } from '../controller/types';
+import { type Request, type Result, requestKey } from '../controller/types';
+import { getIgnoringNotFound } from '../controllerutil/not-found';
 import {
   finalizersPatch,
   hasFinalizer,
@@ -121,4 +122,41 @@ export async function finalizer<T extends KubeObject>(
       return {};
     }
   }
+}
+
+/** What {@link reconcileFinalized} needs of a controller whose object carries its finalizer. */
+export interface FinalizedObjectSpec<T extends KubeObject> extends FinalizerHandlers<T> {
+  reader: Pick<Reader, 'get'>;
+  kind: ResourceKind;
+  finalizer: FinalizerNames;
+  write: FinalizerWriter<T>;
+  /**
+   * Drops everything the controller remembers of the object (its per-key memory). Called once the
+   * object is gone from the cache and once its cleanup released it, so no per-key map outlives it.
+   */
+  forget(key: string): void;
+}
+
+/**
+ * The opening every finalizing reconciler shares: read the object from the cache (absent: forget it,
+ * done), then {@link finalizer}, forgetting it once its cleanup released it.
+ */
+export async function reconcileFinalized<T extends KubeObject>(
+  req: Request,
+  spec: FinalizedObjectSpec<T>,
+): Promise<Result> {
+  const key = requestKey(req);
+  const obj = await getIgnoringNotFound<T>(spec.reader, spec.kind, req.namespace, req.name);
+  if (!obj) {
+    spec.forget(key);
+    return {};
+  }
+  return finalizer(spec.finalizer, obj, spec.write, {
+    apply: (live) => spec.apply(live),
+    cleanup: async (deleting) => {
+      const outcome = await spec.cleanup(deleting);
+      if (isReleased(outcome)) spec.forget(key);
+      return outcome;
+    },
+  });
 }

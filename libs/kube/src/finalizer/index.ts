@@ -2,6 +2,8 @@ export {
   finalizer,
   finalizerState,
   patchingFinalizers,
+  reconcileFinalized,
+  type FinalizedObjectSpec,
   released,
   type FinalizerHandlers,
   type FinalizerNames,
