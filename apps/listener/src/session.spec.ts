@@ -22,7 +22,7 @@ function conflict(): ActionsError {
 
 function expired(): ActionsError {
   return new ActionsError({
-    kind: 'Other',
+    kind: 'SessionGone',
     method: 'PATCH',
     url: 'https://x/sessions/1',
     statusCode: 400,

@@ -1,11 +1,7 @@
 import type { Registry } from 'prom-client';
 import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind, isDone } from '@aro/api';
 import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
-import {
-  type ActionsServiceClient,
-  type RunnerReference,
-  isNotFound as isActionsNotFound,
-} from '@aro/actions';
+import { type ActionsServiceClient, type RunnerReference, isActionsNotFound } from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
 import { type ScaleSetLedger, type ScaleSetLedgerEntry, holderOf } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
