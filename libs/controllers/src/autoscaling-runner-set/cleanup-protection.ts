@@ -1,6 +1,6 @@
 import { Annotations, AutoscalingRunnerSet, CLEANUP_PROTECTION_FINALIZER, ResourceKind } from '@aro/api';
 import {
-  KubeClient,
+  KubeApi,
   KubeObject,
   RoleBindingKind,
   RoleKind,
@@ -44,7 +44,7 @@ type Protected = { annotation: string; kind: ResourceKind };
 
 /** The object still carrying the protection, or undefined when it is gone or already released. */
 async function stillProtected(
-  client: KubeClient,
+  client: KubeApi,
   namespace: string,
   { annotation, kind }: Protected,
   ars: AutoscalingRunnerSet,
@@ -61,7 +61,7 @@ async function stillProtected(
 }
 
 async function release(
-  client: KubeClient,
+  client: KubeApi,
   namespace: string,
   kind: ResourceKind,
   object: KubeObject,
@@ -88,7 +88,7 @@ async function release(
  * before it touched the manager's, so a refusal then means done, not a failure; any other time it is.
  */
 export async function removeCleanupProtection(
-  client: KubeClient,
+  client: KubeApi,
   ars: AutoscalingRunnerSet,
   log: Logger,
 ): Promise<void> {

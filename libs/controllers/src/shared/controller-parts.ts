@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { KubeClient, Manager, type ProviderLookup, type Reader } from '@aro/kube';
+import { KubeClient, Manager, type KubeApi, type ProviderLookup, type Reader } from '@aro/kube';
 import { LOGGER, type Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
@@ -50,7 +50,8 @@ export function eventRecorderFor(
 
 /** What the three scale-set reconcilers depend on; each adds its own metrics. */
 export interface ScaleSetReconcilerDeps {
-  client: KubeClient;
+  /** The API port (a fake in unit specs), not the HTTP client: the reconcilers only read and write. */
+  client: KubeApi;
   cache: Reader;
   resolver: SecretResolver;
   events?: EventRecorder;
