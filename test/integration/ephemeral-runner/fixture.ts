@@ -6,7 +6,7 @@ import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec, ResourceKind
 import { ActionsServiceClient, MultiClient } from '@aro/actions';
 import {
   EphemeralRunnerReconciler,
-  EphemeralRunnerRegistration,
+  EphemeralRunnerController,
   OrphanRegistrationSweep,
   ScaleSetLedger,
   UnregistrationQueue,
@@ -281,9 +281,9 @@ export async function startControllerFixture(
   const manager = app.get(Manager);
   if (opts.faults?.failMergePatch) failMergePatches(app.get(KubeClient), opts.faults.failMergePatch);
   if (opts.faults?.hidePod) hidePods(app.get(InformerCache), opts.faults.hidePod);
-  const registration = app.get(EphemeralRunnerRegistration);
+  const runnerController = app.get(EphemeralRunnerController);
   const controller: FixtureController = {
-    reconciler: registration.reconciler!,
+    reconciler: runnerController.reconciler!,
     unregistrations: app.get(UnregistrationQueue),
     sweep: app.get(OrphanRegistrationSweep),
     ledger: app.get(ScaleSetLedger),

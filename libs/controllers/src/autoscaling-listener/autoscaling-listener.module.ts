@@ -7,10 +7,10 @@ export type AutoscalingListenerModuleOptions = ControllerModuleOptions<Autoscali
  * The AutoscalingListener controller as a Nest module: each listener's pod, ServiceAccount, Role,
  * RoleBinding and config secret. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const AutoscalingListenerController = partsControllerModule(
+const AutoscalingListenerParts = partsControllerModule(
   'AutoscalingListener',
   setupAutoscalingListenerController,
 );
-export const AutoscalingListenerModule = AutoscalingListenerController.module;
-export const AutoscalingListenerRegistration = AutoscalingListenerController.registration;
-export const AUTOSCALING_LISTENER_MODULE_OPTIONS = AutoscalingListenerController.optionsToken;
+export const AutoscalingListenerModule = AutoscalingListenerParts.module;
+export const AutoscalingListenerController = AutoscalingListenerParts.controller;
+export const AUTOSCALING_LISTENER_MODULE_OPTIONS = AutoscalingListenerParts.optionsToken;

@@ -9,10 +9,10 @@ export type AutoscalingRunnerSetModuleOptions = ControllerModuleOptions<Autoscal
  * ObservabilityModule. `listenerImage` may be empty: the app starts, and each scale set records
  * ListenerImageMissing instead of getting a listener.
  */
-const AutoscalingRunnerSetController = partsControllerModule(
+const AutoscalingRunnerSetParts = partsControllerModule(
   'AutoscalingRunnerSet',
   setupAutoscalingRunnerSetController,
 );
-export const AutoscalingRunnerSetModule = AutoscalingRunnerSetController.module;
-export const AutoscalingRunnerSetRegistration = AutoscalingRunnerSetController.registration;
-export const AUTOSCALING_RUNNER_SET_MODULE_OPTIONS = AutoscalingRunnerSetController.optionsToken;
+export const AutoscalingRunnerSetModule = AutoscalingRunnerSetParts.module;
+export const AutoscalingRunnerSetController = AutoscalingRunnerSetParts.controller;
+export const AUTOSCALING_RUNNER_SET_MODULE_OPTIONS = AutoscalingRunnerSetParts.optionsToken;

@@ -7,10 +7,10 @@ export type EphemeralRunnerSetModuleOptions = ControllerModuleOptions<EphemeralR
  * The EphemeralRunnerSet controller as a Nest module: keeps a set's EphemeralRunners at the count the
  * listener asks for. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const EphemeralRunnerSetController = partsControllerModule(
+const EphemeralRunnerSetParts = partsControllerModule(
   'EphemeralRunnerSet',
   setupEphemeralRunnerSetController,
 );
-export const EphemeralRunnerSetModule = EphemeralRunnerSetController.module;
-export const EphemeralRunnerSetRegistration = EphemeralRunnerSetController.registration;
-export const EPHEMERAL_RUNNER_SET_MODULE_OPTIONS = EphemeralRunnerSetController.optionsToken;
+export const EphemeralRunnerSetModule = EphemeralRunnerSetParts.module;
+export const EphemeralRunnerSetController = EphemeralRunnerSetParts.controller;
+export const EPHEMERAL_RUNNER_SET_MODULE_OPTIONS = EphemeralRunnerSetParts.optionsToken;

@@ -78,7 +78,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
   private readonly podCreations: Expectations;
   private readonly status: RunnerStatusWriter;
   private readonly cleanup: RunnerCleanup;
-  private readonly registration: RunnerFinalization;
+  private readonly finalization: RunnerFinalization;
   private readonly secrets: JitSecrets;
   private readonly pods: RunnerPods;
 
@@ -97,9 +97,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
     this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
     this.cleanup = new RunnerCleanup(this.ctx);
-    this.registration = new RunnerFinalization(this.ctx, this.status, this.cleanup);
+    this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
     this.secrets = new JitSecrets(this.ctx, this.status);
-    this.pods = new RunnerPods(this.ctx, this.status, this.registration, this.cleanup, this.podCreations);
+    this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
   }
 
   /** Dispatch: a runner being deleted is cleaned up, a finished one tidied, any other driven forward. */
@@ -119,7 +119,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.status.forget(key);
       this.ctx.slowRetries.reset(key);
       this.ctx.jitSecrets.forget(key);
-      this.registration.forget(key);
+      this.finalization.forget(key);
       this.podCreations.forget(key);
       return done;
     }
@@ -157,7 +157,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     };
     return finalizer(FINALIZERS, runner, write, {
       apply: (live) => this.drive(live, signal, log),
-      cleanup: (deleting) => this.registration.cleanUp(deleting, signal, log),
+      cleanup: (deleting) => this.finalization.cleanUp(deleting, signal, log),
     });
   }
 
@@ -206,7 +206,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     // patch it already makes.
     if (!runnerSelfDeregistered(runner)) {
       try {
-        runner = await this.registration.release(runner, signal, log);
+        runner = await this.finalization.release(runner, signal, log);
       } catch (err) {
         if (!isConflict(err)) throw err;
         log.debug(
@@ -215,7 +215,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return { requeue: true };
       }
     }
-    this.registration.requeueLostRemoval(runner, log);
+    this.finalization.requeueLostRemoval(runner, log);
     await this.cleanup.resources(runner, log);
     log.info('Runner has finished; waiting for its EphemeralRunnerSet to delete it', {
       phase: runner.status?.phase,

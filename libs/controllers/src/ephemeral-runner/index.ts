@@ -16,13 +16,13 @@ export * from './unregistration-queue';
 export {
   EPHEMERAL_RUNNER_MODULE_OPTIONS,
   EphemeralRunnerModule,
-  EphemeralRunnerRegistration,
+  EphemeralRunnerController,
   type EphemeralRunnerModuleOptions,
 } from './ephemeral-runner.module';
 export {
   UNREGISTRATION_MODULE_OPTIONS,
   UnregistrationModule,
-  UnregistrationRegistration,
+  UnregistrationWorkers,
   type UnregistrationModuleOptions,
 } from './unregistration.module';
 export {
