@@ -7,10 +7,8 @@ export type AutoscalingListenerModuleOptions = ControllerModuleOptions<Autoscali
  * The AutoscalingListener controller as a Nest module: each listener's pod, ServiceAccount, Role,
  * RoleBinding and config secret. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const AutoscalingListenerParts = partsControllerModule(
-  'AutoscalingListener',
-  setupAutoscalingListenerController,
-);
-export const AutoscalingListenerModule = AutoscalingListenerParts.module;
-export const AutoscalingListenerController = AutoscalingListenerParts.controller;
-export const AUTOSCALING_LISTENER_MODULE_OPTIONS = AutoscalingListenerParts.optionsToken;
+export const {
+  module: AutoscalingListenerModule,
+  controller: AutoscalingListenerController,
+  optionsToken: AUTOSCALING_LISTENER_MODULE_OPTIONS,
+} = partsControllerModule('AutoscalingListener', setupAutoscalingListenerController);

@@ -9,10 +9,8 @@ export type AutoscalingRunnerSetModuleOptions = ControllerModuleOptions<Autoscal
  * ObservabilityModule. `listenerImage` may be empty: the app starts, and each scale set records
  * ListenerImageMissing instead of getting a listener.
  */
-const AutoscalingRunnerSetParts = partsControllerModule(
-  'AutoscalingRunnerSet',
-  setupAutoscalingRunnerSetController,
-);
-export const AutoscalingRunnerSetModule = AutoscalingRunnerSetParts.module;
-export const AutoscalingRunnerSetController = AutoscalingRunnerSetParts.controller;
-export const AUTOSCALING_RUNNER_SET_MODULE_OPTIONS = AutoscalingRunnerSetParts.optionsToken;
+export const {
+  module: AutoscalingRunnerSetModule,
+  controller: AutoscalingRunnerSetController,
+  optionsToken: AUTOSCALING_RUNNER_SET_MODULE_OPTIONS,
+} = partsControllerModule('AutoscalingRunnerSet', setupAutoscalingRunnerSetController);

@@ -7,10 +7,8 @@ export type EphemeralRunnerSetModuleOptions = ControllerModuleOptions<EphemeralR
  * The EphemeralRunnerSet controller as a Nest module: keeps a set's EphemeralRunners at the count the
  * listener asks for. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const EphemeralRunnerSetParts = partsControllerModule(
-  'EphemeralRunnerSet',
-  setupEphemeralRunnerSetController,
-);
-export const EphemeralRunnerSetModule = EphemeralRunnerSetParts.module;
-export const EphemeralRunnerSetController = EphemeralRunnerSetParts.controller;
-export const EPHEMERAL_RUNNER_SET_MODULE_OPTIONS = EphemeralRunnerSetParts.optionsToken;
+export const {
+  module: EphemeralRunnerSetModule,
+  controller: EphemeralRunnerSetController,
+  optionsToken: EPHEMERAL_RUNNER_SET_MODULE_OPTIONS,
+} = partsControllerModule('EphemeralRunnerSet', setupEphemeralRunnerSetController);
