@@ -46,6 +46,17 @@ async function refusal(chart: string, opts: RenderOptions): Promise<string> {
   return result.stderr;
 }
 
+/** NOTES.txt as `helm install` prints it (a client-side dry run: no cluster, nothing installed). */
+async function installNotes(chart: string, opts: RenderOptions): Promise<string> {
+  // `install` has no --kube-version: a client-side dry run takes Helm's own default cluster version.
+  const args = templateArgs(chart, opts).filter(
+    (arg, i, all) => arg !== '--kube-version' && all[i - 1] !== '--kube-version',
+  );
+  const result = await helm(['install', ...args.slice(1), '--dry-run=client']);
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  return result.stdout.slice(result.stdout.indexOf('NOTES:'));
+}
+
 function deploymentOf(manifests: Manifest[]): V1Deployment {
   return findManifest(manifests, 'Deployment') as unknown as V1Deployment;
 }
@@ -141,8 +152,11 @@ describe('The charts, as a user of upstream ARC uses them', () => {
       kept: true,
       keptByPatch: true,
     });
-    // ARO's own version stays on the object, in the chart label.
+    // ARO's own version stays on the object, in the chart label; the install says why the label differs.
     expect(ars.metadata.labels?.['helm.sh/chart']).toBe('aro-scale-set-0.1.0');
+    expect(await installNotes(CHARTS.scaleSet, SCALE_SET)).toContain(
+      `app.kubernetes.io/version ${label} (upstream's release that ARO implements, not ARO's own)`,
+    );
   });
 
   describe("upstream's image", () => {
@@ -156,6 +170,12 @@ describe('The charts, as a user of upstream ARC uses them', () => {
         image: 'ghcr.io/aro-operator/aro:0.1.0',
         listener: 'ghcr.io/aro-operator/aro:0.1.0',
       });
+      expect(
+        await installNotes(CHARTS.controller, {
+          ...CONTROLLER,
+          set: { 'image.repository': 'ghcr.io/actions/gha-runner-scale-set-controller' },
+        }),
+      ).toContain("image.repository is upstream's default (ghcr.io/actions/gha-runner-scale-set-controller)");
     });
 
     it('refuses it pinned to a tag, naming image.repository', async () => {
@@ -204,6 +224,9 @@ describe('The charts, as a user of upstream ARC uses them', () => {
       await render(CHARTS.controller, { ...CONTROLLER, setJson: { flags: { logLevel: '-1' } } }),
     ).LOG_LEVEL;
     expect(quoted).toBe('debug');
+    expect(
+      await installNotes(CHARTS.controller, { ...CONTROLLER, set: { 'flags.logLevel': '-2' } }),
+    ).toContain("flags.logLevel -2 is upstream's numeric level: ARO logs at debug");
     // Each is a level the app accepts.
     for (const level of Object.values(levels))
       expect(loadControllerConfig({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
