@@ -137,6 +137,9 @@ describe('The charts, as a user of upstream ARC uses them', () => {
         'Secret/arc-runner-set-gha-rs-github-secret',
         'ServiceAccount/arc-runner-set-gha-rs-no-permission',
       ]);
+      const component = (kind: string) =>
+        findManifest(manifests, kind).metadata.labels?.['app.kubernetes.io/component'];
+      expect([component('Role'), component('RoleBinding')]).toEqual(['manager-role', 'manager-role-binding']);
     });
   });
 
