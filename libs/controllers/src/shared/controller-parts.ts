@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { KubeClient, Manager, type KubeApi, type ProviderLookup, type Reader } from '@aro/kube';
-import { LOGGER, type Logger } from '@aro/observability';
+import { LOGGER, type Logger, metricsRegistry } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
 
@@ -59,11 +59,23 @@ export interface ScaleSetReconcilerDeps {
   now?: () => number;
 }
 
+/** The deps, and the reconciler's own metrics on the app's registry (or the default one). */
+export function scaleSetReconcilerDeps<Metrics>(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+  metrics: new (registry: Registry) => Metrics,
+): ScaleSetReconcilerDeps & { metrics: Metrics };
 export function scaleSetReconcilerDeps(
   parts: ControllerParts,
   events: EventsMode | undefined,
-): ScaleSetReconcilerDeps {
+): ScaleSetReconcilerDeps;
+export function scaleSetReconcilerDeps<Metrics>(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+  metrics?: new (registry: Registry) => Metrics,
+): ScaleSetReconcilerDeps & { metrics?: Metrics } {
   return {
+    ...(metrics ? { metrics: new metrics(parts.registry ?? metricsRegistry()) } : {}),
     client: parts.client,
     cache: parts.cache,
     resolver: parts.resolver,
