@@ -105,6 +105,13 @@ function setup() {
   return { clock, kube, actions, runner, listenerPatch, reconcile, runners, names };
 }
 
+/** Two Running runners and a younger Pending one, all registered and idle, made for patch 3. */
+function threeIdleRunners(s: ReturnType<typeof setup>): void {
+  s.runner('idle-a', EphemeralRunnerPhase.Running, 3, 10);
+  s.runner('idle-b', EphemeralRunnerPhase.Running, 3, 5);
+  s.runner('idle-c', EphemeralRunnerPhase.Pending, 3, 1);
+}
+
 describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
   it('on a converge pass (patch 0) a Failed runner is no capacity: no healthy idle runner is deleted for it', async () => {
     const s = setup();
@@ -123,9 +130,7 @@ describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
 
   it('a positive listener patch never deletes idle runners, even above its replicas', async () => {
     const s = setup();
-    s.runner('idle-a', EphemeralRunnerPhase.Running, 3, 10);
-    s.runner('idle-b', EphemeralRunnerPhase.Running, 3, 5);
-    s.runner('idle-c', EphemeralRunnerPhase.Pending, 3, 1);
+    threeIdleRunners(s);
     await s.listenerPatch(1, 4);
 
     await s.reconcile();
@@ -136,9 +141,7 @@ describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
 
   it('the same patch converges on patch 0: surplus idle runners go, oldest Pending first (the spec above can fail)', async () => {
     const s = setup();
-    s.runner('idle-a', EphemeralRunnerPhase.Running, 3, 10);
-    s.runner('idle-b', EphemeralRunnerPhase.Running, 3, 5);
-    s.runner('idle-c', EphemeralRunnerPhase.Pending, 3, 1);
+    threeIdleRunners(s);
     await s.listenerPatch(1, 0);
 
     await s.reconcile();
