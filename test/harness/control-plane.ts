@@ -154,6 +154,18 @@ export class ControlPlane {
     });
     log(`kube-apiserver ready after ${startup.since()}`);
 
+    // The CRDs go in before kube-controller-manager starts. Its garbage collector watches the kinds
+    // discovery shows when it starts and looks again only every 30 s: started first, it would not see
+    // an EphemeralRunner go for up to that long, and a runner pod whose owner went in that window would
+    // wait for the next look (plus the collector's backoff on an owner it has not observed), 10-20 s
+    // measured, instead of under a second.
+    let crds: InstalledCrd[];
+    try {
+      crds = await installCrds(kc, options.crdPaths ?? [], { timeoutMs: startTimeoutMs });
+    } catch (err) {
+      return startup.fail(`Installing the CRDs failed: ${(err as Error).message}`, apiserver);
+    }
+
     let controllerManager: ManagedProcess | undefined;
     if (options.withoutControllerManager) {
       log(
@@ -174,13 +186,6 @@ export class ControlPlane {
         },
       );
       log(`kube-controller-manager ready after ${startup.since()}`);
-    }
-
-    let crds: InstalledCrd[];
-    try {
-      crds = await installCrds(kc, options.crdPaths ?? [], { timeoutMs: startTimeoutMs });
-    } catch (err) {
-      return startup.fail(`Installing the CRDs failed: ${(err as Error).message}`, apiserver);
     }
 
     const info: ControlPlaneInfo = {
