@@ -87,7 +87,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     };
     this.podCreations = new CreationExpectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
-    this.cleanup = new RunnerCleanup(this.ctx);
+    this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
     this.registration = new RunnerFinalization(this.ctx, this.status, this.cleanup);
     this.secrets = new JitSecrets(this.ctx, this.status);
     this.pods = new RunnerPods(this.ctx, this.status, this.registration, this.cleanup, this.podCreations);
