@@ -3,13 +3,14 @@
 // reports the result and exits. The sandbox uses it for every runner pod; integration tests can use it
 // to run a runner set end to end without scripting each pod by hand.
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { KubeClient, PodKind } from '@aro/kube';
+import { KubeClient, PodKind, isNotFound } from '@aro/kube';
 import {
   RUNNER_CONTAINER,
   finishPodDeletion,
   runnerContainerRunning,
   runnerContainerTerminated,
 } from './pod-lifecycle';
+import { waitFor } from './wait-for';
 
 /**
  * What the player needs from the Actions service: the simulator's admin operations of the same names
@@ -136,14 +137,28 @@ export class RunnerPlayer {
     }
   }
 
-  /** The pod by name, unless it was replaced by another pod of the same name or is gone. */
+  /**
+   * The pod by name, unless it was replaced by another pod of the same name or is gone. Only a NotFound
+   * or another uid say "gone": a read that failed (a timeout or a reset connection on a loaded machine)
+   * says nothing about the pod and is asked again. Taken for a deletion, it would stop the runner on
+   * the service and leave its pod running with nobody to finish it once it is really deleted: a pod
+   * left for good after its runner went.
+   */
   private async current(name: string, uid: string): Promise<V1Pod | undefined> {
-    try {
-      const pod = await this.kube.get<V1Pod>(PodKind, this.options.namespace, name);
-      return pod.metadata?.uid === uid ? pod : undefined;
-    } catch {
-      return undefined;
-    }
+    const { namespace } = this.options;
+    const look = await waitFor(
+      async () => {
+        try {
+          const pod = await this.kube.get<V1Pod>(PodKind, namespace, name);
+          return { pod: pod.metadata?.uid === uid ? pod : undefined };
+        } catch (err) {
+          if (isNotFound(err)) return { pod: undefined };
+          throw err;
+        }
+      },
+      { description: `a read of pod ${namespace}/${name} that answers`, timeoutMs: 20_000, intervalMs: 250 },
+    );
+    return look.pod;
   }
 
   private draw(): number {
@@ -209,12 +224,14 @@ export class RunnerPlayer {
     } catch (err) {
       // A pod deleted between two steps (a scale-down or teardown racing the player's own status
       // writes) ended the runner as a deletion would; only a pod still there makes this an error.
-      if (!(await this.current(name, uid))) {
+      const left = await this.current(name, uid).catch((e: unknown) => e);
+      if (left === undefined) {
         this.outcomes.set(name, 'deleted');
         this.log(`runner ${name}: pod gone under the player (${(err as Error).message})`);
         return;
       }
-      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
+      const unread = left instanceof Error ? `; the pod could not be read either: ${left.message}` : '';
+      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}${unread}`);
     }
   }
 
@@ -230,7 +247,7 @@ export class RunnerPlayer {
     if (!pod) return;
     if (pod.metadata?.deletionTimestamp) {
       await runnerContainerTerminated(namespace, name, 1).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
       return;
     }
     await runnerContainerTerminated(namespace, name, 1);
@@ -249,8 +266,10 @@ export class RunnerPlayer {
     }
     this.outcomes.set(name, 'deleted');
     if (await this.current(name, uid)) {
+      // The status write may meet the pod already gone; the deletion must be finished, or the pod stays
+      // with its deletionTimestamp for good: a failure here goes to `errors` (through play's catch).
       await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
     }
     this.log(`runner ${name}: pod deleted${jobId ? ` during job ${jobId}` : ''}`);
   }
