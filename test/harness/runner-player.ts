@@ -10,7 +10,11 @@ import {
   runnerContainerRunning,
   runnerContainerTerminated,
 } from './pod-lifecycle';
+import { scaled } from './time-scale';
 import { waitFor } from './wait-for';
+
+/** How long the pod listing may keep failing (a restarting apiserver, a cut connection) before it is an error. */
+const LISTING_FAILS_FOR_MS = 20_000;
 
 /**
  * What the player needs from the Actions service: the simulator's admin operations of the same names
@@ -118,9 +122,12 @@ export class RunnerPlayer {
   private async run(): Promise<void> {
     const seen = new Set<string>();
     const interval = this.options.pollIntervalMs ?? 250;
+    // A listing that failed is tried again at the next poll; only one that keeps failing is an error.
+    let failingSince: number | undefined;
     while (!this.abort.signal.aborted) {
       try {
         const pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
+        failingSince = undefined;
         for (const pod of pods) {
           const uid = pod.metadata?.uid ?? '';
           const name = pod.metadata?.name ?? '';
@@ -131,7 +138,13 @@ export class RunnerPlayer {
           this.playing.set(uid, play);
         }
       } catch (err) {
-        this.errors.push(`listing pods in ${this.options.namespace}: ${(err as Error).message}`);
+        const line = `listing pods in ${this.options.namespace}: ${(err as Error).message}`;
+        this.log(line);
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > scaled(LISTING_FAILS_FOR_MS)) {
+          this.errors.push(`${line} (failing for ${Date.now() - failingSince} ms)`);
+          failingSince = Date.now();
+        }
       }
       await sleep(interval, this.abort.signal);
     }
