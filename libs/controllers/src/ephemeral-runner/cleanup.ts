@@ -1,8 +1,15 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, Labels } from '@aro/api';
-import { DeleteOptions, PodKind, SecretKind, ignoreNotFound, isNotFound } from '@aro/kube';
+import {
+  DeleteOptions,
+  type Expectations,
+  PodKind,
+  SecretKind,
+  ignoreNotFound,
+  isNotFound,
+  objectKey,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import type { CreationExpectations } from './creation-expectations';
 import { isBeingDeleted, podDeleteOptions, podTerminated } from './pod-state';
 import { type RunnerContext } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
@@ -11,7 +18,7 @@ import { describeError } from '../shared/describe-error';
 export class RunnerCleanup {
   constructor(
     private readonly ctx: RunnerContext,
-    private readonly podCreations: CreationExpectations,
+    private readonly podCreations: Expectations,
   ) {}
 
   async resources(runner: EphemeralRunner, log: Logger): Promise<void> {
@@ -25,14 +32,14 @@ export class RunnerCleanup {
       // after its pod was created (a scale-down, a teardown) would otherwise go with its pod left to
       // the garbage collector, or, where none runs, for good. Deleted by name: the miss costs one
       // call only inside that window, never on the path of a runner whose pod the cache shows.
-      if (this.podCreations.remainingMs(`${namespace}/${name}`) > 0) {
+      if (this.podCreations.pendingMs(objectKey(runner), []) > 0) {
         log.info('Deleting the runner pod this controller created, which the cache has not shown yet');
         try {
           await this.ctx.deps.client.delete(PodKind, namespace, name).catch(ignoreNotFound);
         } catch (err) {
-          throw new Error(`failed to delete the runner pod: ${describe(err)}`, { cause: err });
+          throw new Error(`failed to delete the runner pod: ${describeError(err)}`, { cause: err });
         }
-        this.podCreations.observed(`${namespace}/${name}`);
+        this.podCreations.forget(objectKey(runner));
       }
     }
     if (pod && !isBeingDeleted(pod)) {
