@@ -215,7 +215,11 @@ export function validateListenerConfig(input: unknown): LoadedListenerConfig {
 
 /** Reads and checks the file named by LISTENER_CONFIG_PATH (default: where the config secret is mounted). */
 export function loadListenerConfig(env: NodeJS.ProcessEnv = process.env): LoadedListenerConfig {
-  const path = env.LISTENER_CONFIG_PATH || ListenerDefaults.configPath;
+  return readListenerConfigFile(env.LISTENER_CONFIG_PATH || ListenerDefaults.configPath);
+}
+
+/** Reads and checks one config.json; a ConfigError names the file or the field. */
+export function readListenerConfigFile(path: string): LoadedListenerConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

@@ -89,7 +89,7 @@ export class ListenerMetrics {
   }
 
   sessionCreate(result: 'created' | 'conflict' | 'failed'): void {
-    this.sessionCreates.inc({ ...this.set, result });
+    this.sessionCreates.inc({ result, ...this.set });
   }
 
   message(): void {
@@ -97,11 +97,11 @@ export class ListenerMetrics {
   }
 
   pollCycle(result: 'message' | 'empty' | 'failed'): void {
-    this.pollCycles.inc({ ...this.set, result });
+    this.pollCycles.inc({ result, ...this.set });
   }
 
   failure(kind: FailureKind): void {
-    this.failures.inc({ ...this.set, kind });
+    this.failures.inc({ kind, ...this.set });
   }
 
   jobsAcquired(n: number): void {
@@ -109,15 +109,15 @@ export class ListenerMetrics {
   }
 
   jobsNotAcquired(reason: string, n: number): void {
-    this.jobsNotAcquiredTotal.inc({ ...this.set, reason }, n);
+    this.jobsNotAcquiredTotal.inc({ reason, ...this.set }, n);
   }
 
   scalePatch(result: 'success' | 'error'): void {
-    this.scalePatches.inc({ ...this.set, result });
+    this.scalePatches.inc({ result, ...this.set });
   }
 
   runnerStatusPatch(result: 'patched' | 'not_found' | 'failed'): void {
-    this.runnerStatusPatches.inc({ ...this.set, result });
+    this.runnerStatusPatches.inc({ result, ...this.set });
   }
 
   runnerStatusQueue(depth: number): void {

@@ -160,6 +160,11 @@ export class ScaleSetListener {
     });
   }
 
+  /** The config this listener runs with. */
+  get config(): LoadedListenerConfig {
+    return this.o.config;
+  }
+
   start(): void {
     if (this.running) return;
     this.lastProgressMs = this.clock.now();

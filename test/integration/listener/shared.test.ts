@@ -1,0 +1,136 @@
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1RoleBinding } from '@kubernetes/client-node';
+import { KubeClient, RoleBindingKind } from '@aro/kube';
+import type { RunningSimulator } from '../../../apps/simulator/src';
+import {
+  startSharedListenerApp,
+  type StartedSharedListener,
+} from '../../../apps/listener/src/shared/shared-listener-app';
+import { kubeConfigForUser, testKubeConfig, waitFor } from '../../harness';
+import { testLogger } from '../ephemeral-runner/fixture';
+import {
+  FAST_TUNING,
+  ListenerFixture,
+  listenerFixture,
+  metricValue,
+  startListenerTestSimulator,
+} from './fixture';
+
+/**
+ * Shared mode: one process (here in-process, as main.ts runs it with LISTENER_MODE=shared) serves the
+ * sessions of several scale sets, each with its own credentials, as a user holding only each set's
+ * listener Role (patch its EphemeralRunnerSet by name, patch runners and their status).
+ */
+describe('A shared listener serving several scale sets', () => {
+  let sim: RunningSimulator;
+  const fixtures: ListenerFixture[] = [];
+  let app: StartedSharedListener | undefined;
+  let dir: string | undefined;
+
+  beforeAll(async () => {
+    sim = await startListenerTestSimulator();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    for (const fx of fixtures.splice(0)) await fx.stopAll();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A user bound to the listener Role of every fixture's namespace, and nothing else. */
+  async function sharedUser(user: string) {
+    const admin = new KubeClient(testKubeConfig());
+    for (const fx of fixtures) {
+      await admin.create<V1RoleBinding>(RoleBindingKind, {
+        metadata: { name: `shared-${user}`, namespace: fx.namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'listener' },
+        subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }],
+      });
+    }
+    admin.close();
+    return kubeConfigForUser(user);
+  }
+
+  const sessionOf = (fx: ListenerFixture) => sim.sessions().find((s) => s.scaleSetId === fx.scaleSetId);
+
+  it('holds one session per scale set with its own credentials; a refused one stalls no other', async () => {
+    for (let i = 0; i < 3; i++)
+      fixtures.push(await listenerFixture(sim, { minRunners: 1, prefix: 'shared' }));
+    const [a, b, refused] = fixtures;
+    dir = mkdtempSync(join(tmpdir(), 'aro-shared-listener-'));
+    writeFileSync(join(dir, 'a.json'), JSON.stringify(a.config));
+    writeFileSync(join(dir, 'b.json'), JSON.stringify(b.config));
+    // Its own credentials, which the service refuses: only this set backs off.
+    writeFileSync(
+      join(dir, 'refused.json'),
+      JSON.stringify({ ...refused.config, github_token: 'ghp_revoked' }),
+    );
+    // One bad file is skipped (logged), never the others.
+    writeFileSync(join(dir, 'broken.json'), '{"configure_url": ');
+    app = await startSharedListenerApp({
+      configDir: dir,
+      rescanMs: 3_600_000,
+      logger: testLogger(),
+      serve: { host: '127.0.0.1', port: 0 },
+      metricsEndpoint: '/metrics',
+      owner: 'shared-listener-0',
+      kubeConfig: await sharedUser(`shared-listener-${process.pid}`),
+      tuning: FAST_TUNING,
+    });
+    expect(app.host.keys().sort()).toEqual(['a', 'b', 'refused']);
+
+    await waitFor(() => sessionOf(a) && sessionOf(b), { description: 'sessions for a and b' });
+    expect(sessionOf(a)?.ownerName).toBe('shared-listener-0');
+    const jobsA = [1, 2, 3].map(() => sim.enqueueJob({ scaleSetId: a.scaleSetId }));
+    const jobsB = [1].map(() => sim.enqueueJob({ scaleSetId: b.scaleSetId }));
+    await a.waitForSpec((s) => s.replicas === 4, 'a: 3 assigned + 1 min');
+    await b.waitForSpec((s) => s.replicas === 2, 'b: 1 assigned + 1 min');
+    expect([...jobsA, ...jobsB].every((j) => sim.job(j.jobId)?.state === 'acquired')).toBe(true);
+
+    // The refused set never got a session and its EphemeralRunnerSet was never scaled.
+    expect(sessionOf(refused)).toBeUndefined();
+    expect((await refused.ers()).spec.replicas).toBe(0);
+
+    const scrape = async (path: string) => {
+      const res = await fetch(`http://127.0.0.1:${app!.port}${path}`);
+      return { status: res.status, body: await res.text() };
+    };
+    const body = await waitFor(
+      async () => {
+        const m = (await scrape('/metrics')).body;
+        const refusedSeries = `aro_listener_session_creates_total{result="failed",name="arc-set",namespace="${refused.namespace}"}`;
+        return (metricValue(m, refusedSeries) ?? 0) >= 1 ? m : undefined;
+      },
+      { description: 'the refused set’s failed session creates, on its own series' },
+    );
+    // ARO's and upstream's series each carry the set's EphemeralRunnerSet.
+    expect(metricValue(body, `aro_listener_session_open{name="arc-set",namespace="${a.namespace}"}`)).toBe(1);
+    expect(
+      metricValue(body, `aro_listener_session_open{name="arc-set",namespace="${refused.namespace}"}`),
+    ).toBe(0);
+    expect(
+      metricValue(body, `aro_listener_jobs_acquired_total{name="arc-set",namespace="${a.namespace}"}`),
+    ).toBe(3);
+    expect(
+      metricValue(body, `aro_listener_jobs_acquired_total{name="arc-set",namespace="${b.namespace}"}`),
+    ).toBe(1);
+    expect(body).toMatch(new RegExp(`gha_desired_runners\\{[^}]*namespace="${b.namespace}"\\} 2`));
+    expect((await scrape('/readyz')).status).toBe(200);
+    expect((await scrape('/healthz')).status).toBe(200);
+
+    // a's config goes away: its session is deleted; b is served on.
+    unlinkSync(join(dir, 'a.json'));
+    await app.rescan();
+    expect(app.host.keys().sort()).toEqual(['b', 'refused']);
+    expect(sessionOf(a)).toBeUndefined();
+    sim.enqueueJob({ scaleSetId: b.scaleSetId });
+    await b.waitForSpec((s) => s.replicas === 3, 'b: 2 assigned + 1 min, after a left');
+    const after = (await scrape('/metrics')).body;
+    expect(after).not.toContain(`namespace="${a.namespace}"`);
+  }, 120_000);
+});
