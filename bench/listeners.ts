@@ -8,7 +8,10 @@
  * peak (VmHWM from /proc), the total, the marginal cost per scale set and the job wait (queued ->
  * started); it asserts nothing.
  *
- *   npm run build && node -r @swc-node/register bench/listeners.ts [--scale-sets 1,5,20] [--jobs 50]
+ *   npm run build && node -r @swc-node/register bench/listeners.ts [--scale-sets 1,5,20] [--jobs 50] [--mode per-pod|shared|both]
+ *
+ * `per-pod` runs one process per scale set (the default deployment); `shared` one process for all of
+ * them (LISTENER_MODE=shared, every config in one directory).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,14 +27,17 @@ import { percentile } from '../test/harness/stats';
 const root = resolve(__dirname, '..');
 const listenerEntrypoint = join(root, 'image/bin/aro-listener');
 
+type Mode = 'per-pod' | 'shared';
+
 interface Args {
   scaleSets: number[];
+  modes: Mode[];
   jobs: number;
   jobDurationMs: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { scaleSets: [1], jobs: 50, jobDurationMs: 2_000 };
+  const args: Args = { scaleSets: [1], modes: ['per-pod', 'shared'], jobs: 50, jobDurationMs: 2_000 };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1] ?? '';
     if (argv[i] === '--scale-sets')
@@ -40,6 +46,7 @@ function parseArgs(argv: string[]): Args {
         .map(Number)
         .filter((n) => n > 0);
     else if (argv[i] === '--jobs') args.jobs = Number(value);
+    else if (argv[i] === '--mode') args.modes = value === 'both' ? ['per-pod', 'shared'] : [value as Mode];
     else if (argv[i] === '--job-duration-ms') args.jobDurationMs = Number(value);
     else throw new Error(`unknown argument ${argv[i]}; see the comment at the top of bench/listeners.ts`);
     i++;
@@ -153,7 +160,7 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string):
   }
 }
 
-async function runSize(sim: RunningSimulator, n: number, args: Args, dir: string) {
+async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args, dir: string) {
   const scaleSetIds: number[] = [];
   const setup = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
     configUrl: sim.configUrl({ org: 'octo' }),
@@ -184,7 +191,8 @@ async function runSize(sim: RunningSimulator, n: number, args: Args, dir: string
       'current-context': 'stub',
     }),
   );
-  const listeners: ListenerProcess[] = scaleSetIds.map((id, i) => {
+  const configDir = mkdtempSync(join(dir, `configs-${n}-${mode}-`));
+  const configPaths = scaleSetIds.map((id, i) => {
     const config: ListenerConfig = {
       configure_url: sim.configUrl({ org: 'octo' }),
       github_token: DEFAULT_PAT,
@@ -197,20 +205,30 @@ async function runSize(sim: RunningSimulator, n: number, args: Args, dir: string
       metrics_addr: '127.0.0.1:0',
       log_level: 'warn',
     };
-    const configPath = join(dir, `config-${n}-${i}.json`);
+    const configPath = join(configDir, `set-${i}.json`);
     writeFileSync(configPath, JSON.stringify(config));
-    const child = spawn('sh', [listenerEntrypoint], {
-      env: {
-        ...process.env,
-        ARO_HOME: root,
-        LISTENER_CONFIG_PATH: configPath,
-        KUBECONFIG: kubeconfigPath,
-        POD_NAME: `listener-${i}`,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    return { child };
+    return configPath;
   });
+  const spawnListener = (env: NodeJS.ProcessEnv): ListenerProcess => ({
+    child: spawn('sh', [listenerEntrypoint], {
+      env: { ...process.env, ARO_HOME: root, KUBECONFIG: kubeconfigPath, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
+  });
+  const listeners: ListenerProcess[] =
+    mode === 'shared'
+      ? [
+          spawnListener({
+            LISTENER_MODE: 'shared',
+            LISTENER_CONFIG_DIR: configDir,
+            LISTENER_METRICS_ADDR: '127.0.0.1:0',
+            LOG_LEVEL: 'warn',
+            POD_NAME: 'listener-shared',
+          }),
+        ]
+      : configPaths.map((path, i) =>
+          spawnListener({ LISTENER_CONFIG_PATH: path, POD_NAME: `listener-${i}` }),
+        );
   await waitUntil(
     () => scaleSetIds.every((id) => sim.sessions().some((s) => s.scaleSetId === id)),
     120_000,
@@ -252,6 +270,7 @@ async function runSize(sim: RunningSimulator, n: number, args: Args, dir: string
   await player.close();
   const mib = (kib: number) => kib / 1024;
   return {
+    mode,
     scaleSets: n,
     processes: listeners.length,
     jobs: total,
@@ -273,22 +292,24 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'aro-bench-listeners-'));
   const rows = [];
   try {
-    for (const n of args.scaleSets) {
-      const row = await runSize(sim, n, args, dir);
-      rows.push(row);
-      console.log(JSON.stringify(row));
+    for (const mode of args.modes) {
+      for (const n of args.scaleSets) {
+        const row = await runSize(sim, n, mode, args, dir);
+        rows.push(row);
+        console.log(JSON.stringify(row));
+      }
     }
   } finally {
     await sim.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(
-    '\n| scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | job wait p50/p95 (ms) | makespan (s) |',
+    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | job wait p50/p95 (ms) | makespan (s) |',
   );
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(
-      `| ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} |`,
+      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} |`,
     );
   }
 }

@@ -1,6 +1,7 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { V1RoleBinding } from '@kubernetes/client-node';
 import { KubeClient, RoleBindingKind } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
@@ -133,4 +134,58 @@ describe('A shared listener serving several scale sets', () => {
     const after = (await scrape('/metrics')).body;
     expect(after).not.toContain(`namespace="${a.namespace}"`);
   }, 120_000);
+
+  it('fails over on kill -9: a standby process takes every session once the dead one’s expire', async () => {
+    // Sessions of a listener that stopped polling expire after 5 s on this service.
+    const quick = await startListenerTestSimulator({ sessionIdleTimeoutMs: 5_000 });
+    const children: ChildProcess[] = [];
+    try {
+      for (let i = 0; i < 2; i++) fixtures.push(await listenerFixture(quick, { prefix: 'shared-failover' }));
+      dir = mkdtempSync(join(tmpdir(), 'aro-shared-failover-'));
+      fixtures.forEach((fx, i) => writeFileSync(join(dir!, `set-${i}.json`), JSON.stringify(fx.config)));
+      const kubeconfigPath = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfigPath, (await sharedUser(`shared-failover-${process.pid}`)).exportConfig());
+      // Two replicas of the shared listener, as the Deployment runs them: whichever opens a set's
+      // session serves it; the other waits out the 409 conflict with backoff, a warm standby.
+      const root = resolve(__dirname, '..', '..', '..');
+      const start = (name: string): ChildProcess => {
+        const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/listener/src/main.ts'], {
+          cwd: root,
+          env: {
+            ...process.env,
+            LISTENER_MODE: 'shared',
+            LISTENER_CONFIG_DIR: dir,
+            LISTENER_METRICS_ADDR: '127.0.0.1:0',
+            KUBECONFIG: kubeconfigPath,
+            POD_NAME: name,
+            LOG_LEVEL: 'warn',
+          },
+          stdio: 'ignore',
+        });
+        children.push(child);
+        return child;
+      };
+      const first = start('shared-a');
+      const owners = () =>
+        fixtures.map((fx) => quick.sessions().find((s) => s.scaleSetId === fx.scaleSetId)?.ownerName);
+      await waitFor(() => owners().every((o) => o === 'shared-a'), {
+        description: 'the first replica to hold every session',
+        timeoutMs: 60_000,
+      });
+      start('shared-b');
+      first.kill('SIGKILL');
+      await waitFor(() => owners().every((o) => o === 'shared-b'), {
+        description: 'the standby to hold every session after kill -9',
+        // Session expiry (5 s) plus the standby's conflict backoff (doubling from 5 s, up to 60 s).
+        timeoutMs: 90_000,
+      });
+      const job = quick.enqueueJob({ scaleSetId: fixtures[1].scaleSetId });
+      await fixtures[1].waitForSpec((s) => s.replicas === 1, 'the standby scales for a new job');
+      expect(quick.job(job.jobId)?.state).toBe('acquired');
+    } finally {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+      for (const fx of fixtures.splice(0)) await fx.stopAll();
+      await quick.stop();
+    }
+  }, 180_000);
 });
