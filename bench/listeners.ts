@@ -8,7 +8,8 @@
  * peak (VmHWM from /proc), the total, the marginal cost per scale set and the job wait (queued ->
  * started); it asserts nothing.
  *
- *   npm run build && node -r @swc-node/register bench/listeners.ts [--scale-sets 1,5,20] [--jobs 50] [--mode per-pod|shared|both]
+ *   npm run bench -- --scale-sets 1,5,20 [--jobs 50] [--mode per-pod|shared|both]
+ *   (or, once built: node -r @swc-node/register bench/listeners.ts --scale-sets ...)
  *
  * `per-pod` runs one process per scale set (the default deployment); `shared` one process for all of
  * them (LISTENER_MODE=shared, every config in one directory).
@@ -229,63 +230,68 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       : configPaths.map((path, i) =>
           spawnListener({ LISTENER_CONFIG_PATH: path, POD_NAME: `listener-${i}` }),
         );
-  await waitUntil(
-    () => scaleSetIds.every((id) => sim.sessions().some((s) => s.scaleSetId === id)),
-    120_000,
-    'every listener to open its session',
-  );
-  await new Promise((r) => setTimeout(r, 3_000));
-  for (const l of listeners) l.idle = memoryOf(l.child.pid!).rssKiB;
+  try {
+    await waitUntil(
+      () => scaleSetIds.every((id) => sim.sessions().some((s) => s.scaleSetId === id)),
+      // Twenty Node processes starting at once on a busy 2-core machine take minutes.
+      120_000 + 15_000 * n,
+      'every listener to open its session',
+    );
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const l of listeners) l.idle = memoryOf(l.child.pid!).rssKiB;
 
-  const ticker = setInterval(() => player.tick(), 200);
-  const queued = new Map<string, number>();
-  for (const id of scaleSetIds) {
-    for (let j = 0; j < args.jobs; j++) {
-      const job = sim.enqueueJob({ scaleSetId: id, durationMs: args.jobDurationMs });
-      queued.set(job.jobId, Date.parse(job.queueTime));
+    const ticker = setInterval(() => player.tick(), 200);
+    const queued = new Map<string, number>();
+    for (const id of scaleSetIds) {
+      for (let j = 0; j < args.jobs; j++) {
+        const job = sim.enqueueJob({ scaleSetId: id, durationMs: args.jobDurationMs });
+        queued.set(job.jobId, Date.parse(job.queueTime));
+      }
     }
+    const total = scaleSetIds.length * args.jobs;
+    const started = Date.now();
+    await waitUntil(
+      () => sim.jobs().filter((j) => queued.has(j.jobId) && j.state === 'completed').length === total,
+      600_000,
+      `${total} jobs to complete`,
+    );
+    const makespanMs = Date.now() - started;
+    clearInterval(ticker);
+    const waits = sim
+      .jobs()
+      .filter((j) => queued.has(j.jobId))
+      .map((j) => Date.parse(j.runnerAssignTime) - (queued.get(j.jobId) ?? 0))
+      .sort((a, b) => a - b);
+    const memory = listeners.map((l) => ({ idle: l.idle ?? 0, peak: memoryOf(l.child.pid!).hwmKiB }));
+    const mib = (kib: number) => kib / 1024;
+    return {
+      mode,
+      scaleSets: n,
+      processes: listeners.length,
+      jobs: total,
+      makespanS: makespanMs / 1000,
+      idleTotalMiB: mib(memory.reduce((s, m) => s + m.idle, 0)),
+      peakTotalMiB: mib(memory.reduce((s, m) => s + m.peak, 0)),
+      peakMaxMiB: mib(Math.max(...memory.map((m) => m.peak))),
+      waitP50Ms: percentile(waits, 50),
+      waitP95Ms: percentile(waits, 95),
+      kubePatchesPerJob: api.patches() / total,
+    };
+  } finally {
+    for (const l of listeners) if (l.child.exitCode === null) l.child.kill('SIGTERM');
+    await Promise.all(
+      listeners.map(
+        (l) => new Promise((done) => (l.child.exitCode !== null ? done(0) : l.child.once('exit', done))),
+      ),
+    );
+    api.server.close();
+    await player.close();
   }
-  const total = scaleSetIds.length * args.jobs;
-  const started = Date.now();
-  await waitUntil(
-    () => sim.jobs().filter((j) => queued.has(j.jobId) && j.state === 'completed').length === total,
-    600_000,
-    `${total} jobs to complete`,
-  );
-  const makespanMs = Date.now() - started;
-  clearInterval(ticker);
-  const waits = sim
-    .jobs()
-    .filter((j) => queued.has(j.jobId))
-    .map((j) => Date.parse(j.runnerAssignTime) - (queued.get(j.jobId) ?? 0))
-    .sort((a, b) => a - b);
-  const memory = listeners.map((l) => ({ idle: l.idle ?? 0, peak: memoryOf(l.child.pid!).hwmKiB }));
-  for (const l of listeners) l.child.kill('SIGTERM');
-  await Promise.all(
-    listeners.map(
-      (l) => new Promise((done) => (l.child.exitCode !== null ? done(0) : l.child.once('exit', done))),
-    ),
-  );
-  api.server.close();
-  await player.close();
-  const mib = (kib: number) => kib / 1024;
-  return {
-    mode,
-    scaleSets: n,
-    processes: listeners.length,
-    jobs: total,
-    makespanS: makespanMs / 1000,
-    idleTotalMiB: mib(memory.reduce((s, m) => s + m.idle, 0)),
-    peakTotalMiB: mib(memory.reduce((s, m) => s + m.peak, 0)),
-    peakMaxMiB: mib(Math.max(...memory.map((m) => m.peak))),
-    waitP50Ms: percentile(waits, 50),
-    waitP95Ms: percentile(waits, 95),
-    kubePatchesPerJob: api.patches() / total,
-  };
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+/** Runs the listener benchmark with `argv` (also `npm run bench -- --scale-sets ...`, see fleet.ts). */
+export async function runListenerBench(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
   const sim = await startSimulator({
     seed: { timing: { longPollTimeoutMs: 5_000, autoStartJobs: true, sessionIdleTimeoutMs: 120_000 } },
   });
@@ -314,7 +320,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+if (require.main === module) {
+  runListenerBench(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
