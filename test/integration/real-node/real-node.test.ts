@@ -1,0 +1,226 @@
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import type { RunningSimulator } from '../../../apps/simulator/src';
+import { ControlPlane } from '../../harness/control-plane';
+import { CRD_PATHS } from '../../harness/global-setup';
+import {
+  captureHostState,
+  hostChanges,
+  leftoverProcesses,
+  type HostState,
+} from '../../harness/node/host-state';
+import {
+  CONTROLLER_NAMESPACE,
+  RUNNER_NAMESPACE,
+  installProductOnNode,
+  listPods,
+  waitUntil,
+  type ProductOnNode,
+} from '../../harness/node/product-on-node';
+import { kubeRequest } from '../../harness/rest';
+import { describeOnRealNode } from './availability';
+
+/*
+ * The whole product on a real node (test/harness/node): the images built from the Dockerfile, the
+ * controller's two replicas as pods whose probes the kubelet runs, the listener pod the controller
+ * creates, runner pods of the runner image that take their job from the simulator and exit. The waits
+ * below derive from what the product promises (lease terms, the chart's probe periods) plus the time a
+ * loaded 2-core machine takes to start a container; each is a wait on an observed event.
+ */
+
+async function getJson<T>(kc: KubeConfig, path: string): Promise<T> {
+  const res = await kubeRequest(kc, { path, timeoutMs: 10_000 });
+  if (res.status !== 200)
+    throw new Error(`GET ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+  return res.body as T;
+}
+
+async function ephemeralRunners(kc: KubeConfig): Promise<{ metadata: { name: string } }[]> {
+  const list = await getJson<{ items: { metadata: { name: string } }[] }>(
+    kc,
+    `/apis/actions.github.com/v1alpha1/namespaces/${RUNNER_NAMESPACE}/ephemeralrunners`,
+  );
+  return list.items;
+}
+
+async function runnerSecrets(kc: KubeConfig): Promise<string[]> {
+  const list = await getJson<{
+    items: { metadata: { name: string; ownerReferences?: { kind: string }[] } }[];
+  }>(kc, `/api/v1/namespaces/${RUNNER_NAMESPACE}/secrets`);
+  return list.items
+    .filter((s) => s.metadata.ownerReferences?.some((o) => o.kind === 'EphemeralRunner'))
+    .map((s) => s.metadata.name);
+}
+
+/** Pods, EphemeralRunners, their secrets and registrations still there; empty when all is cleaned up. */
+async function leftovers(product: ProductOnNode): Promise<string[]> {
+  const kc = product.kubeConfig;
+  const pods = (await listPods(kc, RUNNER_NAMESPACE)).map(
+    (p) => `pod ${p.metadata?.name} (${p.status?.phase})`,
+  );
+  const runners = (await ephemeralRunners(kc)).map((r) => `EphemeralRunner ${r.metadata.name}`);
+  const secrets = (await runnerSecrets(kc)).map((s) => `secret ${s}`);
+  const registrations = product.simulator
+    .registrations({ scaleSetId: product.scaleSetId })
+    .map((r) => `registration ${r.name} (${r.status})`);
+  return [...pods, ...runners, ...secrets, ...registrations];
+}
+
+function jobsDone(sim: RunningSimulator, ids: readonly string[]): { done: number; failed: string[] } {
+  let done = 0;
+  const failed: string[] = [];
+  for (const id of ids) {
+    const job = sim.job(id);
+    if (job?.state !== 'completed') continue;
+    done++;
+    if (job.result !== 'succeeded') failed.push(`${id}: ${job.result}`);
+  }
+  return { done, failed };
+}
+
+function enqueue(product: ProductOnNode, count: number, displayName: string): string[] {
+  return Array.from(
+    { length: count },
+    () => product.simulator.enqueueJob({ scaleSetId: product.scaleSetId, displayName }).jobId,
+  );
+}
+
+async function leaseHolder(kc: KubeConfig): Promise<string> {
+  const leases = await getJson<{
+    items: { metadata: { name: string }; spec?: { holderIdentity?: string } }[];
+  }>(kc, `/apis/coordination.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/leases`);
+  return leases.items.map((l) => l.spec?.holderIdentity ?? '').find(Boolean) ?? '';
+}
+
+async function controllerPods(kc: KubeConfig): Promise<V1Pod[]> {
+  return listPods(kc, CONTROLLER_NAMESPACE, 'app.kubernetes.io/instance=aro-controller');
+}
+
+describeOnRealNode(
+  'The product on a real node (kubelet + containerd, images built from the Dockerfile)',
+  () => {
+    let hostBefore: HostState;
+    let plane: ControlPlane;
+    let product: ProductOnNode;
+    let nodePids: number[] = [];
+    let nodeDir = '';
+    const log = (line: string): void => void process.stderr.write(`[real-node] ${line}\n`);
+
+    beforeAll(async () => {
+      hostBefore = captureHostState();
+      // The first run on a machine installs packages and builds the kubelet and the images (minutes);
+      // .ci/run does that before the tests, so here it finds them cached.
+      plane = await ControlPlane.start({ crdPaths: CRD_PATHS, node: true, handleSignals: true, log });
+      nodeDir = plane.node?.dir ?? '';
+      product = await installProductOnNode(plane, { maxRunners: 20, log });
+    }, 1_800_000);
+
+    afterAll(async () => {
+      await product?.stop();
+      await plane?.stop();
+    }, 120_000);
+
+    it('runs 20 jobs, each on its own runner pod, all succeed, and leaves nothing behind', async () => {
+      const ids = enqueue(product, 20, 'sleep=3');
+      await waitUntil('20 jobs completed', 300_000, async () => {
+        const { done, failed } = jobsDone(product.simulator, ids);
+        if (failed.length) throw new Error(`jobs failed: ${failed.join(', ')}`);
+        return done === 20 ? true : `${done} of 20 done`;
+      });
+      const runners = ids.map((id) => product.simulator.job(id)?.runnerName);
+      expect(new Set(runners).size).toBe(20);
+      expect(runners.every((name) => name?.startsWith('real-node-'))).toBe(true);
+      await waitUntil('no pod, EphemeralRunner, secret or registration left', 120_000, async () => {
+        const left = await leftovers(product);
+        return left.length === 0 ? true : left.join('; ');
+      });
+    }, 600_000);
+
+    it('goes on when the leading controller pod is force-deleted mid-run: the other replica takes over', async () => {
+      const kc = product.kubeConfig;
+      const ids = enqueue(product, 6, 'sleep=8');
+      await waitUntil('jobs running', 180_000, async () => {
+        const running = ids.filter((id) => product.simulator.job(id)?.state === 'running').length;
+        return running >= 3 ? true : `${running} running`;
+      });
+      const holder = await leaseHolder(kc);
+      const pods = await controllerPods(kc);
+      const leader = pods.find((p) => holder.startsWith(p.metadata?.name ?? '\0'));
+      const other = pods.find((p) => p !== leader && p.metadata?.deletionTimestamp === undefined);
+      if (!leader?.metadata?.name || !other?.metadata?.name) {
+        throw new Error(`no leader among ${pods.map((p) => p.metadata?.name).join(', ')} (holder ${holder})`);
+      }
+      const res = await kubeRequest(kc, {
+        method: 'DELETE',
+        path: `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/pods/${leader.metadata.name}`,
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+        timeoutMs: 10_000,
+      });
+      expect(res.status).toBe(200);
+      log(`force-deleted the leader ${leader.metadata.name}; ${other.metadata.name} should take over`);
+      // The lease lasts 8 s past the dead leader's last renewal; the standby retries every second.
+      const otherName = other.metadata.name;
+      await waitUntil(`${otherName} to hold the lease`, 60_000, async () => {
+        const now = await leaseHolder(kc);
+        return now.startsWith(otherName) ? true : `holder ${now}`;
+      });
+      await waitUntil('the jobs of the run completed', 300_000, async () => {
+        const { done, failed } = jobsDone(product.simulator, ids);
+        if (failed.length) throw new Error(`jobs failed: ${failed.join(', ')}`);
+        return done === ids.length ? true : `${done} of ${ids.length} done`;
+      });
+      await waitUntil('nothing left', 120_000, async () => {
+        const left = await leftovers(product);
+        return left.length === 0 ? true : left.join('; ');
+      });
+    }, 600_000);
+
+    it('judges a runner container killed mid-job as the seed says: the runner with the job is deleted, its registration removed, no new pod for it', async () => {
+      const kc = product.kubeConfig;
+      const [id] = enqueue(product, 1, 'sleep=120');
+      let runnerName = '';
+      await waitUntil('the job running on a runner pod', 180_000, async () => {
+        const job = product.simulator.job(id);
+        runnerName = job?.runnerName ?? '';
+        return job?.state === 'running' && runnerName ? true : `job ${job?.state}`;
+      });
+      const pod = await getJson<V1Pod>(kc, `/api/v1/namespaces/${RUNNER_NAMESPACE}/pods/${runnerName}`);
+      const containerId = pod.status?.containerStatuses
+        ?.find((c) => c.name === 'runner')
+        ?.containerID?.replace(/^containerd:\/\//, '');
+      if (!containerId || !plane.node) throw new Error(`no runner container in ${runnerName}`);
+      // SIGKILL from outside, as the OOM killer or a node problem would: the runner reports nothing.
+      await plane.node.exec(plane.node.ctr('tasks', 'kill', '--signal', 'SIGKILL', containerId));
+      log(`killed the runner container of ${runnerName} (${containerId.slice(0, 12)}) mid-job`);
+      await waitUntil(`pod ${runnerName} Failed with exit code 137`, 60_000, async () => {
+        const p = await getJson<V1Pod>(kc, `/api/v1/namespaces/${RUNNER_NAMESPACE}/pods/${runnerName}`).catch(
+          () => undefined,
+        );
+        const code = p?.status?.containerStatuses?.find((c) => c.name === 'runner')?.state?.terminated
+          ?.exitCode;
+        return code === 137 || !p ? true : `phase ${p.status?.phase}`;
+      });
+      // The seed: a failed pod whose runner has a job is not restarted; the EphemeralRunner is deleted and
+      // its finalizer removes the registration.
+      await waitUntil(
+        `EphemeralRunner ${runnerName}, its pod and its registration gone`,
+        120_000,
+        async () => {
+          const runners = (await ephemeralRunners(kc)).map((r) => r.metadata.name);
+          const pods = (await listPods(kc, RUNNER_NAMESPACE)).map((p) => p.metadata?.name);
+          const registered = product.simulator.runner(runnerName) !== undefined;
+          return !runners.includes(runnerName) && !pods.includes(runnerName) && !registered
+            ? true
+            : `runner ${runners.includes(runnerName)}, pod ${pods.includes(runnerName)}, registration ${registered}`;
+        },
+      );
+    }, 600_000);
+
+    it('leaves the host as it found it: sysctls, iptables, links, mounts, cgroups, processes', async () => {
+      nodePids = [...plane.processes.map((p) => p.pid), ...(plane.node?.pids ?? [])];
+      await product.stop();
+      await plane.stop();
+      expect(hostChanges(hostBefore, captureHostState([nodeDir]))).toEqual([]);
+      expect(leftoverProcesses(nodePids, nodeDir)).toEqual([]);
+    }, 120_000);
+  },
+);
