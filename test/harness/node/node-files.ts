@@ -26,9 +26,10 @@ export const NODE_NETWORK = {
 export const NODE_NAME = 'aro-node';
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10.2';
 
-export function containerdConfig(dir: string): string {
+/** `root`: containerd's content and snapshots, kept between runs when the node owns the shared one. */
+export function containerdConfig(dir: string, root: string): string {
   return `version = 2
-root = "${join(dir, 'containerd', 'root')}"
+root = "${root}"
 state = "${join(dir, 'containerd', 'state')}"
 oom_score = 0
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]

@@ -28,6 +28,8 @@ export interface NodeImage {
 }
 
 export interface NodeArtifacts {
+  /** The build cache all of it lives in (~/.cache/aro/envtest). */
+  cacheRoot: string;
   kubelet: string;
   kubeScheduler: string;
   images: NodeImages;
@@ -105,6 +107,7 @@ export async function prepareNode(log: (line: string) => void): Promise<NodeArti
   const binDir = await runScript('build-node-binaries.sh', log);
   const imageDir = await runScript('build-images.sh', log);
   return {
+    cacheRoot: join(binDir, '..'),
     kubelet: join(binDir, 'kubelet'),
     kubeScheduler: join(binDir, 'kube-scheduler'),
     images: readImages(imageDir),

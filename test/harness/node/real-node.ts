@@ -109,7 +109,8 @@ export class RealNode {
       `tcp:127.0.0.1:${apiPort}`,
     );
 
-    writeFileSync(join(this.dir, 'containerd', 'config.toml'), containerdConfig(this.dir));
+    const root = await this.containerdRoot();
+    writeFileSync(join(this.dir, 'containerd', 'config.toml'), containerdConfig(this.dir, root));
     writeFileSync(join(this.dir, 'cni', 'net.d', '10-aro-node.conflist'), cniConfig(this.dir));
     const containerd = await this.startInside('containerd', 'containerd', [
       '--config',
@@ -119,8 +120,20 @@ export class RealNode {
       Promise.resolve(existsSync(containerdSocket(this.dir))),
     );
     this.log(`containerd up after ${since()}`);
+    // A kept root may hold the containers of an earlier run (one that crashed before its stop): none
+    // of them belongs to this node's pods, and the kubelet must not find them.
+    const leftover = (await ns.exec(this.ctr('containers', 'ls', '-q'))).split('\n').filter(Boolean);
+    if (leftover.length > 0) {
+      await ns.exec(this.ctr('containers', 'rm', ...leftover), 120_000);
+      this.log(`removed ${leftover.length} containers an earlier run left in ${root}`);
+    }
+    const present = new Set((await ns.exec(this.ctr('images', 'ls', '-q'))).split('\n').filter(Boolean));
     for (const image of Object.values(artifacts.images) as NodeImage[]) {
       if (image === artifacts.images.base) continue; // only a build-time FROM; no pod runs it
+      if (present.has(image.ref)) {
+        this.log(`${image.ref} already in containerd (kept root)`);
+        continue;
+      }
       const t = Date.now();
       await ns.exec(this.ctr('images', 'import', image.archive), 300_000);
       this.log(`imported ${image.ref} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
@@ -205,6 +218,26 @@ export class RealNode {
   /** Every process the node started (the namespace holder included), for a leftover check. */
   get pids(): number[] {
     return [...this.processes.map((p) => p.pid), ...(this.namespace ? [this.namespace.holder.pid] : [])];
+  }
+
+  /**
+   * containerd's root (content store and snapshots): the shared one under the build cache when no other
+   * node holds it, so imported images survive the run (an import of the aro image is ~40 s); a fresh
+   * one in the node's folder otherwise. The hold is a `flock` process that lives as long as the node.
+   */
+  private async containerdRoot(): Promise<string> {
+    const shared = join(this.options.artifacts.cacheRoot, 'node-containerd');
+    mkdirSync(shared, { recursive: true });
+    const lock = await this.start('containerd-root-lock', 'flock', [
+      '-n',
+      join(shared, '.lock'),
+      'sleep',
+      'infinity',
+    ]);
+    await sleep(300);
+    if (lock.running) return join(shared, 'root');
+    this.log(`another node holds ${shared}; using a fresh containerd root (images imported again)`);
+    return join(this.dir, 'containerd', 'root');
   }
 
   /** `ctr` against the node's containerd, in the kubelet's containerd namespace. */

@@ -111,7 +111,12 @@ describeOnRealNode(
       // .ci/run does that before the tests, so here it finds them cached.
       plane = await ControlPlane.start({ crdPaths: CRD_PATHS, node: true, handleSignals: true, log });
       nodeDir = plane.node?.dir ?? '';
-      product = await installProductOnNode(plane, { maxRunners: 20, log });
+      product = await installProductOnNode(plane, {
+        maxRunners: 20,
+        // The test-only fault switch (apps/controller/src/test-faults.ts) the stuck-loop scenario throws.
+        controllerValues: { env: [{ name: 'ARO_TEST_FAULTS', value: 'hang-on-sigusr2' }] },
+        log,
+      });
     }, 1_800_000);
 
     afterAll(async () => {
@@ -213,6 +218,100 @@ describeOnRealNode(
             : `runner ${runners.includes(runnerName)}, pod ${pods.includes(runnerName)}, registration ${registered}`;
         },
       );
+    }, 600_000);
+
+    it('shows why a runner image cannot be pulled, and runs the job once the template is fixed', async () => {
+      const kc = product.kubeConfig;
+      const ars = `/apis/actions.github.com/v1alpha1/namespaces/${RUNNER_NAMESPACE}/autoscalingrunnersets/real-node`;
+      const setImage = async (image: string): Promise<void> => {
+        const res = await kubeRequest(kc, {
+          method: 'PATCH',
+          path: ars,
+          contentType: 'application/json-patch+json',
+          body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: image }],
+          timeoutMs: 10_000,
+        });
+        if (res.status !== 200)
+          throw new Error(`patching the runner image: ${res.status} ${JSON.stringify(res.body)}`);
+      };
+      const good = plane.node?.info.images.runner ?? '';
+      const missing = 'localhost/aro-runner:not-built';
+      await setImage(missing);
+      const [id] = enqueue(product, 1, 'sleep=1');
+      let reason = '';
+      let podName = '';
+      await waitUntil('a runner pod waiting on its image', 180_000, async () => {
+        const pods = await listPods(kc, RUNNER_NAMESPACE);
+        const stuck = pods.find((p) => p.spec?.containers[0]?.image === missing);
+        const waiting = stuck?.status?.containerStatuses?.[0]?.state?.waiting;
+        podName = stuck?.metadata?.name ?? '';
+        reason = waiting?.reason ?? '';
+        return reason === 'ErrImageNeverPull'
+          ? true
+          : `pod ${podName || 'none'}: ${reason || 'no waiting reason yet'}`;
+      });
+      const events = await getJson<{
+        items: { reason?: string; message?: string; involvedObject?: { name?: string } }[];
+      }>(kc, `/api/v1/namespaces/${RUNNER_NAMESPACE}/events`);
+      const pullEvent = events.items.find(
+        (e) => e.involvedObject?.name === podName && e.reason === 'ErrImageNeverPull',
+      );
+      log(`runner pod ${podName}: ${reason}; event: ${pullEvent?.message ?? '(none)'}`);
+      expect(pullEvent?.message).toContain(missing);
+      expect(product.simulator.job(id)?.state).not.toBe('completed');
+      await setImage(good);
+      await waitUntil('the job run by a runner of the fixed template', 300_000, async () => {
+        const job = product.simulator.job(id);
+        return job?.state === 'completed' && job.result === 'succeeded' ? true : `job ${job?.state}`;
+      });
+      await waitUntil('nothing left', 180_000, async () => {
+        const left = await leftovers(product);
+        return left.length === 0 ? true : left.join('; ');
+      });
+    }, 600_000);
+
+    it('restarts a controller whose loop is stuck (liveness probe), out of its Service meanwhile (readiness)', async () => {
+      const kc = product.kubeConfig;
+      const holder = await leaseHolder(kc);
+      const pods = await controllerPods(kc);
+      const stuck = pods.find((p) => holder.startsWith(p.metadata?.name ?? '\0')) ?? pods[0];
+      const name = stuck.metadata?.name ?? '';
+      const manager = stuck.status?.containerStatuses?.find((c) => c.name === 'manager');
+      const containerId = manager?.containerID?.replace(/^containerd:\/\//, '');
+      if (!containerId || !plane.node) throw new Error(`no manager container in ${name}`);
+      const restartsBefore = manager?.restartCount ?? 0;
+      await plane.node.exec(plane.node.ctr('tasks', 'kill', '--signal', 'SIGUSR2', containerId));
+      log(`hung the event loop of ${name} (the leader: ${holder.startsWith(name)})`);
+      const endpointReady = async (): Promise<boolean | undefined> => {
+        const slices = await getJson<{
+          items: { endpoints?: { targetRef?: { name?: string }; conditions?: { ready?: boolean } }[] }[];
+        }>(kc, `/apis/discovery.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/endpointslices`);
+        const endpoint = slices.items
+          .flatMap((s) => s.endpoints ?? [])
+          .find((e) => e.targetRef?.name === name);
+        return endpoint?.conditions?.ready;
+      };
+      // The chart's readiness probe: every 10 s, 3 failures (each a 5 s timeout) before Unready.
+      await waitUntil(`${name} out of the Service (its endpoint not ready)`, 120_000, async () =>
+        (await endpointReady()) === false ? true : `endpoint ready: ${String(await endpointReady())}`,
+      );
+      // The chart's liveness probe: every 20 s, 3 failures, then the kill (after the grace period).
+      await waitUntil(`${name} restarted by the kubelet and Ready again`, 300_000, async () => {
+        const pod = await getJson<V1Pod>(kc, `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/pods/${name}`);
+        const status = pod.status?.containerStatuses?.find((c) => c.name === 'manager');
+        const restarted = (status?.restartCount ?? 0) > restartsBefore;
+        return restarted && status?.ready && (await endpointReady()) === true
+          ? true
+          : `restarts ${status?.restartCount}, ready ${String(status?.ready)}`;
+      });
+      const events = await getJson<{
+        items: { reason?: string; message?: string; involvedObject?: { name?: string } }[];
+      }>(kc, `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/events`);
+      const probeEvents = events.items.filter(
+        (e) => e.involvedObject?.name === name && e.reason === 'Unhealthy',
+      );
+      expect(probeEvents.some((e) => e.message?.startsWith('Liveness probe failed'))).toBe(true);
+      expect(probeEvents.some((e) => e.message?.startsWith('Readiness probe failed'))).toBe(true);
     }, 600_000);
 
     it('leaves the host as it found it: sysctls, iptables, links, mounts, cgroups, processes', async () => {
