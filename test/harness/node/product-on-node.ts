@@ -109,11 +109,30 @@ export async function installProductOnNode(
   const node: RealNode | undefined = plane.node;
   if (!node) throw new Error('the control plane runs no real node (start it with { node: true })');
   const began = Date.now();
-  const kc = plane.kubeConfig();
   const port = await freePort();
   const inNode = await node.exposeHostPort(port, 'simulator');
   const simulatorUrlInNode = `http://${inNode}`;
   const simulator = await startSimulator({ port, publicUrl: simulatorUrlInNode });
+  try {
+    return await install(plane, node, simulator, simulatorUrlInNode, options, began);
+  } catch (err) {
+    await simulator.stop();
+    // The apiserver cannot reach the kubelet for `kubectl logs` (no route into the node), so the
+    // containers' own log files say why, read inside the node.
+    const logs = await node.containerLogs().catch((e: Error) => `(no container logs: ${e.message})`);
+    throw new Error(`${(err as Error).message}\n--- container logs on the node ---\n${logs}`, { cause: err });
+  }
+}
+
+async function install(
+  plane: ControlPlane,
+  node: RealNode,
+  simulator: RunningSimulator,
+  simulatorUrlInNode: string,
+  options: ProductOptions,
+  began: number,
+): Promise<ProductOnNode> {
+  const kc = plane.kubeConfig();
   const [aroRepository, aroTag] = splitImage(node.info.images.aro);
 
   await ensureNamespace(kc, CONTROLLER_NAMESPACE);
@@ -173,8 +192,8 @@ export async function installProductOnNode(
   options.log(`controller replicas Ready after ${((Date.now() - began) / 1000).toFixed(1)} s`);
   let scaleSetId = 0;
   await waitUntil('the listener pod Ready and its session open', timeoutMs, async () => {
-    const pods = (await listPods(kc, CONTROLLER_NAMESPACE)).filter(
-      (p) => !p.metadata?.labels?.['app.kubernetes.io/instance'],
+    const pods = (await listPods(kc, CONTROLLER_NAMESPACE)).filter((p) =>
+      p.metadata?.name?.endsWith('-listener'),
     );
     const listener = pods.find((p) => p.status?.phase === 'Running');
     const sessions = simulator.sessions();

@@ -240,6 +240,15 @@ export class RealNode {
     return join(this.dir, 'containerd', 'root');
   }
 
+  /** The last lines of every container's log on the node (`/var/log/pods`, inside its mount namespace). */
+  containerLogs(lines = 15): Promise<string> {
+    return this.exec([
+      'sh',
+      '-c',
+      `for f in /var/log/pods/*/*/*.log; do [ -f "$f" ] || continue; echo "== $f"; tail -n ${lines} "$f" | cut -c1-400; done`,
+    ]);
+  }
+
   /** `ctr` against the node's containerd, in the kubelet's containerd namespace. */
   ctr(...args: string[]): string[] {
     return ['ctr', '-a', containerdSocket(this.dir), '-n', 'k8s.io', ...args];
