@@ -6,6 +6,7 @@ import { leftoverProcesses } from '../harness/node/host-state';
 import {
   CONTROLLER_NAMESPACE,
   RUNNER_NAMESPACE,
+  SCALE_SET_RELEASE,
   installProductOnNode,
   listPods,
   waitUntil,
@@ -110,7 +111,7 @@ export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo)
       jobs: options.jobs,
       rate: options.rate,
       waveSeconds: options.waveSeconds,
-      labels: [],
+      labels: [SCALE_SET_RELEASE],
       scaleSetId: product.scaleSetId,
     });
     workload.start();
