@@ -169,6 +169,11 @@ export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo)
       `\nnode ${node.info.name}: Ready ${node.info.readySeconds.toFixed(1)} s after its start; images ${Object.values(node.info.images).join(', ')}`,
     );
     say(
+      `image builds (when built): ${Object.entries(node.info.imageBuildSeconds)
+        .map(([name, s]) => `${name} ${s} s`)
+        .join(', ')}`,
+    );
+    say(
       `product installed and Ready in ${product.readySeconds.toFixed(1)} s; whole run ${((Date.now() - began) / 1000).toFixed(0)} s`,
     );
     await product.stop();

@@ -47,6 +47,8 @@ export interface RealNodeInfo {
   namespacePid: number;
   containerdSocket: string;
   images: Record<keyof NodeArtifacts['images'], string>;
+  /** How long each image took to build when it was built (cached since, unless the key changed). */
+  imageBuildSeconds: Record<keyof NodeArtifacts['images'], number>;
   /** Seconds from start to Ready and schedulable. */
   readySeconds: number;
 }
@@ -210,6 +212,12 @@ export class RealNode {
         base: artifacts.images.base.ref,
         aro: artifacts.images.aro.ref,
         runner: artifacts.images.runner.ref,
+      },
+      imageBuildSeconds: {
+        pause: artifacts.images.pause.buildSeconds,
+        base: artifacts.images.base.buildSeconds,
+        aro: artifacts.images.aro.buildSeconds,
+        runner: artifacts.images.runner.buildSeconds,
       },
       readySeconds: (Date.now() - began) / 1000,
     };
