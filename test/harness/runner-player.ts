@@ -3,13 +3,18 @@
 // reports the result and exits. The sandbox uses it for every runner pod; integration tests can use it
 // to run a runner set end to end without scripting each pod by hand.
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { KubeClient, PodKind } from '@aro/kube';
+import { KubeClient, PodKind, isNotFound } from '@aro/kube';
 import {
   RUNNER_CONTAINER,
   finishPodDeletion,
   runnerContainerRunning,
   runnerContainerTerminated,
 } from './pod-lifecycle';
+import { scaled } from './time-scale';
+import { waitFor } from './wait-for';
+
+/** How long the pod listing may keep failing (a restarting apiserver, a cut connection) before it is an error. */
+const LISTING_FAILS_FOR_MS = 20_000;
 
 /**
  * What the player needs from the Actions service: the simulator's admin operations of the same names
@@ -117,9 +122,12 @@ export class RunnerPlayer {
   private async run(): Promise<void> {
     const seen = new Set<string>();
     const interval = this.options.pollIntervalMs ?? 250;
+    // A listing that failed is tried again at the next poll; only one that keeps failing is an error.
+    let failingSince: number | undefined;
     while (!this.abort.signal.aborted) {
       try {
         const pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
+        failingSince = undefined;
         for (const pod of pods) {
           const uid = pod.metadata?.uid ?? '';
           const name = pod.metadata?.name ?? '';
@@ -130,20 +138,40 @@ export class RunnerPlayer {
           this.playing.set(uid, play);
         }
       } catch (err) {
-        this.errors.push(`listing pods in ${this.options.namespace}: ${(err as Error).message}`);
+        const line = `listing pods in ${this.options.namespace}: ${(err as Error).message}`;
+        this.log(line);
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > scaled(LISTING_FAILS_FOR_MS)) {
+          this.errors.push(`${line} (failing for ${Date.now() - failingSince} ms)`);
+          failingSince = Date.now();
+        }
       }
       await sleep(interval, this.abort.signal);
     }
   }
 
-  /** The pod by name, unless it was replaced by another pod of the same name or is gone. */
+  /**
+   * The pod by name, unless it was replaced by another pod of the same name or is gone. Only a NotFound
+   * or another uid say "gone": a read that failed (a timeout or a reset connection on a loaded machine)
+   * says nothing about the pod and is asked again. Taken for a deletion, it would stop the runner on
+   * the service and leave its pod running with nobody to finish it once it is really deleted: a pod
+   * left for good after its runner went.
+   */
   private async current(name: string, uid: string): Promise<V1Pod | undefined> {
-    try {
-      const pod = await this.kube.get<V1Pod>(PodKind, this.options.namespace, name);
-      return pod.metadata?.uid === uid ? pod : undefined;
-    } catch {
-      return undefined;
-    }
+    const { namespace } = this.options;
+    const look = await waitFor(
+      async () => {
+        try {
+          const pod = await this.kube.get<V1Pod>(PodKind, namespace, name);
+          return { pod: pod.metadata?.uid === uid ? pod : undefined };
+        } catch (err) {
+          if (isNotFound(err)) return { pod: undefined };
+          throw err;
+        }
+      },
+      { description: `a read of pod ${namespace}/${name} that answers`, timeoutMs: 20_000, intervalMs: 250 },
+    );
+    return look.pod;
   }
 
   private draw(): number {
@@ -209,12 +237,14 @@ export class RunnerPlayer {
     } catch (err) {
       // A pod deleted between two steps (a scale-down or teardown racing the player's own status
       // writes) ended the runner as a deletion would; only a pod still there makes this an error.
-      if (!(await this.current(name, uid))) {
+      const left = await this.current(name, uid).catch((e: unknown) => e);
+      if (left === undefined) {
         this.outcomes.set(name, 'deleted');
         this.log(`runner ${name}: pod gone under the player (${(err as Error).message})`);
         return;
       }
-      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
+      const unread = left instanceof Error ? `; the pod could not be read either: ${left.message}` : '';
+      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}${unread}`);
     }
   }
 
@@ -230,7 +260,7 @@ export class RunnerPlayer {
     if (!pod) return;
     if (pod.metadata?.deletionTimestamp) {
       await runnerContainerTerminated(namespace, name, 1).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
       return;
     }
     await runnerContainerTerminated(namespace, name, 1);
@@ -249,8 +279,10 @@ export class RunnerPlayer {
     }
     this.outcomes.set(name, 'deleted');
     if (await this.current(name, uid)) {
+      // The status write may meet the pod already gone; the deletion must be finished, or the pod stays
+      // with its deletionTimestamp for good: a failure here goes to `errors` (through play's catch).
       await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
     }
     this.log(`runner ${name}: pod deleted${jobId ? ` during job ${jobId}` : ''}`);
   }

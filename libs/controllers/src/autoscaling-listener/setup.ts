@@ -13,7 +13,7 @@ import {
   AutoscalingListenerReconciler,
   type AutoscalingListenerReconcilerOptions,
 } from './autoscaling-listener.reconciler';
-import { ListenerMetrics } from './listener-metrics';
+import { ListenerControllerMetrics } from './listener-controller-metrics';
 
 export interface AutoscalingListenerControllerConfig extends AutoscalingListenerReconcilerOptions {
   maxConcurrentReconciles?: number;
@@ -37,7 +37,7 @@ export function setupAutoscalingListenerController(
   config: AutoscalingListenerControllerConfig = {},
 ): AutoscalingListenerReconciler {
   const reconciler = new AutoscalingListenerReconciler(
-    scaleSetReconcilerDeps(parts, config.events, ListenerMetrics),
+    scaleSetReconcilerDeps(parts, config.events, ListenerControllerMetrics),
     config,
   );
   new ControllerBuilder(parts.manager, 'autoscalinglistener')

@@ -96,7 +96,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     };
     this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
-    this.cleanup = new RunnerCleanup(this.ctx);
+    this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
     this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
     this.secrets = new JitSecrets(this.ctx, this.status);
     this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
