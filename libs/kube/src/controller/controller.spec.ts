@@ -7,6 +7,7 @@ import { FakeClock, flushMicrotasks } from '../testing';
 import { Controller, type ControllerOptions, type EventSource } from './controller';
 import { enqueueControllingOwner, enqueueObject } from './handlers';
 import { resourceVersionChangedPredicate } from './predicates';
+import { TerminalError } from './terminal-error';
 import {
   type ReconcileContext,
   type Reconciler,
@@ -407,6 +408,39 @@ describe('Controller', () => {
     expect(r.calls[0].ctx.signal.aborted).toBe(true);
     r.calls[0].finish(done());
     h.stop.abort();
+    await h.running;
+  });
+
+  it('counts panics, terminal errors and timeouts as controller-runtime does, from zero', async () => {
+    const r = new ScriptedReconciler();
+    const h = harness(r, { reconcileTimeoutMs: 1000 });
+    const of = (name: string) => counter(h.registry, name, { controller: 'widgets' });
+    for (const name of [
+      'controller_runtime_reconcile_panics_total',
+      'controller_runtime_terminal_reconcile_errors_total',
+      'controller_runtime_reconcile_timeouts_total',
+    ]) {
+      expect(await of(name)).toBe(0);
+    }
+    h.source.emit({ type: 'added', object: obj('buggy') });
+    h.source.emit({ type: 'added', object: obj('refused') });
+    h.source.emit({ type: 'added', object: obj('slow') });
+    await flushMicrotasks();
+    // A property read of undefined: what a nil dereference is in Go.
+    r.calls[0].finish(new TypeError("Cannot read properties of undefined (reading 'spec')"));
+    await flushMicrotasks();
+    r.calls[1].finish(new TerminalError('the spec can never work'));
+    await flushMicrotasks();
+    await h.clock.advance(1000);
+    r.calls[2].finish(new Error('aborted by the signal'));
+    await flushMicrotasks();
+    expect(await of('controller_runtime_reconcile_panics_total')).toBe(1);
+    expect(await of('controller_runtime_terminal_reconcile_errors_total')).toBe(1);
+    expect(await of('controller_runtime_reconcile_timeouts_total')).toBe(1);
+    expect(await of('controller_runtime_reconcile_errors_total')).toBe(3);
+    h.stop.abort();
+    h.cancel.abort();
+    for (const call of r.calls.slice(3)) call.finish(done());
     await h.running;
   });
 
