@@ -126,7 +126,7 @@ describe('Controller', () => {
     expect(r.calls.map((c) => c.req)).toEqual([{ namespace: 'ns', name: 'a' }]);
 
     r.calls[0].ctx.log.info('inside');
-    const line = h.logs.find((l) => l.msg === 'inside')!;
+    const line = h.logs.find((l) => l.message === 'inside')!;
     expect(line).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'a' });
     expect(line.reconcileID).toEqual(expect.any(String));
 
@@ -147,7 +147,9 @@ describe('Controller', () => {
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
     await flushMicrotasks();
     r.calls[1].ctx.log.info('second');
-    const ids = h.logs.filter((l) => l.msg === 'first' || l.msg === 'second').map((l) => l.reconcileID);
+    const ids = h.logs
+      .filter((l) => l.message === 'first' || l.message === 'second')
+      .map((l) => l.reconcileID);
     expect(new Set(ids).size).toBe(2);
     r.calls[1].finish(done());
     h.stop.abort();
@@ -240,9 +242,9 @@ describe('Controller', () => {
     await h.clock.advance(1);
     expect(r.calls).toHaveLength(3);
 
-    const errorLine = h.logs.find((l) => l.level === 'error')!;
+    const errorLine = h.logs.find((l) => l.severity === 'error')!;
     expect(errorLine).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'flaky' });
-    expect(JSON.stringify(errorLine.err)).toContain('apiserver said no');
+    expect(errorLine.error).toContain('apiserver said no');
     expect(
       await counter(h.registry, 'controller_runtime_reconcile_errors_total', { controller: 'widgets' }),
     ).toBe(2);
@@ -477,7 +479,7 @@ describe('Controller', () => {
     source.emit({ type: 'added', object: obj('bad') });
     source.emit({ type: 'added', object: obj('good') });
     expect(h.controller.queue.len()).toBe(1);
-    expect(h.logs.find((l) => l.level === 'error')).toMatchObject({ object: 'ns/bad' });
+    expect(h.logs.find((l) => l.severity === 'error')).toMatchObject({ object: 'ns/bad' });
   });
 
   it('enqueues the controlling owner for an owned object', async () => {
