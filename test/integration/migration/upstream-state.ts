@@ -1,0 +1,521 @@
+import type {
+  V1OwnerReference,
+  V1Pod,
+  V1Role,
+  V1RoleBinding,
+  V1Secret,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import {
+  AutoscalingListener,
+  AutoscalingListenerKind,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+  EphemeralRunnerSpec,
+  autoscalingListenerName,
+} from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import {
+  type KubeClient,
+  type KubeObject,
+  PodKind,
+  RoleBindingKind,
+  RoleKind,
+  SecretKind,
+  ServiceAccountKind,
+} from '@aro/kube';
+import type { ResourceKind } from '@aro/api';
+import { DEFAULT_PAT, type RunningSimulator } from '../../../apps/simulator/src';
+import { FAKE_NODE_NAME, runnerContainerRunning, setPodStatus } from '../../harness/pod-lifecycle';
+
+/*
+ * The state upstream's controllers (actions-runner-controller at the 1-1 ERS layout, #4516, with the
+ * gha-runner-scale-set 0.14.2 chart) leave behind for one scale set with jobs running, written object
+ * by object as upstream writes them: names, labels, annotations, finalizers, owner references and
+ * status, each from the upstream function named beside it. Only the integrity hashes cannot be
+ * reproduced (upstream hashes the Go structs' JSON): they are written in upstream's alphabet, as
+ * values no ARO hash can equal, which is what a migrating cluster holds.
+ */
+
+export const UPSTREAM_VERSION = '0.14.2';
+export const UPSTREAM_IMAGE = `ghcr.io/actions/gha-runner-scale-set-controller:${UPSTREAM_VERSION}`;
+const GROUP_VERSION = 'actions.github.com/v1alpha1';
+
+/** Upstream's finalizers and annotation keys (controllers/actions.github.com/*_controller.go, constants.go). */
+export const Upstream = {
+  arsFinalizer: 'autoscalingrunnerset.actions.github.com/finalizer',
+  ersFinalizer: 'ephemeralrunnerset.actions.github.com/finalizer',
+  erFinalizer: 'ephemeralrunner.actions.github.com/finalizer',
+  erRegistrationFinalizer: 'ephemeralrunner.actions.github.com/runner-registration-finalizer',
+  listenerFinalizer: 'autoscalinglistener.actions.github.com/finalizer',
+  /** The chart puts it on the objects it creates for a scale set; the ARS finalizer removes it. */
+  cleanupProtection: 'actions.github.com/cleanup-protection',
+  scaleSetIdAnnotation: 'runner-scale-set-id',
+  runnerGroupAnnotation: 'actions.github.com/runner-group-name',
+  scaleSetNameAnnotation: 'actions.github.com/runner-scale-set-name',
+  patchIdAnnotation: 'actions.github.com/patch-id',
+  integrityHash: 'actions.github.com/integrity-hash',
+  versionLabel: 'app.kubernetes.io/version',
+} as const;
+
+/**
+ * upstream's v1alpha1.IsVersionAllowed: its controller deletes an AutoscalingRunnerSet whose version
+ * label differs in major.minor from its own build (a rule restated here, for the reverse check).
+ */
+export function upstreamKeepsVersion(label: string | undefined, build = UPSTREAM_VERSION): boolean {
+  if (label === build) return true;
+  const majorMinor = (v: string | undefined) => /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(v ?? '');
+  const a = majorMinor(label);
+  const b = majorMinor(build);
+  return !!a && !!b && a[1] === b[1] && (a[2] ?? '0') === (b[2] ?? '0');
+}
+
+export interface UpstreamScaleSet {
+  namespace: string;
+  controllerNamespace: string;
+  arsName: string;
+  scaleSetId: number;
+  listenerName: string;
+  sessionId: string;
+  /** Runners with a job running, and the job each holds. */
+  busy: Array<{ runner: string; runnerId: number; jobId: string }>;
+  /** A runner registered and online without a job. */
+  idle: { runner: string; runnerId: number };
+  /** Chart objects the ARS cleanup annotations name. */
+  chartSecret: string;
+  chartServiceAccount: string;
+  managerRole: string;
+}
+
+function controllerRef(owner: KubeObject, kind: string, apiVersion = GROUP_VERSION): V1OwnerReference {
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata?.name ?? '',
+    uid: owner.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+async function create<T extends KubeObject>(kube: KubeClient, kind: ResourceKind, obj: T): Promise<T> {
+  return kube.create<T>(kind, obj);
+}
+
+async function withStatus<T extends KubeObject>(
+  kube: KubeClient,
+  kind: ResourceKind,
+  obj: T,
+  status: unknown,
+): Promise<T> {
+  return kube.mergePatchStatus<T>(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', {
+    status,
+  });
+}
+
+/**
+ * Writes upstream's state for scale set `arsName` in `namespace` (listener in `controllerNamespace`)
+ * with `busy` runners running a job each and one idle runner, on the cluster and on the simulator.
+ */
+export async function writeUpstreamState(
+  kube: KubeClient,
+  sim: RunningSimulator,
+  opts: { namespace: string; controllerNamespace: string; arsName: string; busy: number; maxRunners: number },
+): Promise<UpstreamScaleSet> {
+  const { namespace, controllerNamespace, arsName } = opts;
+  const configUrl = sim.configUrl({ org: 'octo' });
+  const fullname = `${arsName}-gha-rs`;
+  const chartSecret = `${fullname}-github-secret`;
+  const chartServiceAccount = `${fullname}-no-permission`;
+  const managerRole = `${fullname}-manager`;
+
+  // ---- the scale set chart (gha-runner-scale-set 0.14.2): labels "gha-runner-scale-set.labels" ----
+  const chartLabels = {
+    'helm.sh/chart': `gha-rs-${UPSTREAM_VERSION}`,
+    'app.kubernetes.io/name': arsName,
+    'app.kubernetes.io/instance': arsName,
+    [Upstream.versionLabel]: UPSTREAM_VERSION,
+    'app.kubernetes.io/managed-by': 'Helm',
+    'app.kubernetes.io/part-of': 'gha-rs',
+    'actions.github.com/scale-set-name': arsName,
+    'actions.github.com/scale-set-namespace': namespace,
+  };
+  const protectedMeta = (name: string) => ({
+    name,
+    namespace,
+    labels: chartLabels,
+    finalizers: [Upstream.cleanupProtection],
+  });
+  await create<V1Secret>(kube, SecretKind, {
+    metadata: protectedMeta(chartSecret),
+    stringData: { github_token: DEFAULT_PAT },
+  });
+  await create<V1ServiceAccount>(kube, ServiceAccountKind, { metadata: protectedMeta(chartServiceAccount) });
+  await create<V1Role>(kube, RoleKind, {
+    metadata: protectedMeta(managerRole),
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'get', 'create', 'delete'] }],
+  });
+  await create<V1RoleBinding>(kube, RoleBindingKind, {
+    metadata: protectedMeta(managerRole),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: managerRole },
+    subjects: [{ kind: 'ServiceAccount', name: 'arc-gha-rs-controller', namespace: controllerNamespace }],
+  });
+
+  // ---- the Actions service: createRunnerScaleSet (autoscalingrunnerset_controller.go) ----
+  const scaleSet = sim.createScaleSet(
+    { org: 'octo' },
+    { name: arsName, runnerGroup: 'Default', runnerSetting: { disableUpdate: true } },
+  );
+  const actions = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+    configUrl,
+    namespace,
+    credentials: { kind: 'pat', token: DEFAULT_PAT },
+  });
+
+  const template = {
+    spec: {
+      containers: [
+        { name: 'runner', image: 'ghcr.io/actions/actions-runner:latest', command: ['/home/runner/run.sh'] },
+      ],
+    },
+  };
+  // The AutoscalingRunnerSet as the chart renders it, then as upstream's controller patched it:
+  // finalizer, then runner-scale-set-id / name / group annotations and the URL labels, the integrity
+  // hash, and its status.
+  const ars = await create<AutoscalingRunnerSet>(kube, AutoscalingRunnerSetKind, {
+    apiVersion: GROUP_VERSION,
+    kind: 'AutoscalingRunnerSet',
+    metadata: {
+      name: arsName,
+      namespace,
+      labels: {
+        'app.kubernetes.io/component': 'autoscaling-runner-set',
+        ...chartLabels,
+        'actions.github.com/organization': 'octo',
+      },
+      annotations: {
+        'actions.github.com/values-hash': 'c0ffee'.repeat(10).slice(0, 63),
+        'actions.github.com/cleanup-github-secret-name': chartSecret,
+        'actions.github.com/cleanup-manager-role-binding': managerRole,
+        'actions.github.com/cleanup-manager-role-name': managerRole,
+        'actions.github.com/cleanup-no-permission-service-account-name': chartServiceAccount,
+        [Upstream.scaleSetIdAnnotation]: String(scaleSet.id),
+        [Upstream.scaleSetNameAnnotation]: arsName,
+        [Upstream.runnerGroupAnnotation]: 'Default',
+        [Upstream.integrityHash]: 'b7c9d5f4x2',
+      },
+      finalizers: [Upstream.arsFinalizer],
+    },
+    spec: {
+      githubConfigUrl: configUrl,
+      githubConfigSecret: chartSecret,
+      maxRunners: opts.maxRunners,
+      minRunners: 0,
+      template,
+    },
+  });
+
+  // ---- the EphemeralRunnerSet: newEphemeralRunnerSet (resourcebuilder.go), named as the ARS ----
+  const runnerSpec: EphemeralRunnerSpec = {
+    githubConfigUrl: configUrl,
+    githubConfigSecret: chartSecret,
+    runnerScaleSetId: scaleSet.id,
+    ...template,
+  };
+  const ersLabels = {
+    ...ars.metadata!.labels,
+    'app.kubernetes.io/part-of': 'gha-runner-scale-set',
+    'app.kubernetes.io/component': 'runner-set',
+  };
+  const ersAnnotations = {
+    [Upstream.runnerGroupAnnotation]: 'Default',
+    [Upstream.scaleSetNameAnnotation]: arsName,
+  };
+  const runnerCount = opts.busy + 1;
+  const patchId = 4;
+  const ers = await create<EphemeralRunnerSet>(kube, EphemeralRunnerSetKind, {
+    apiVersion: GROUP_VERSION,
+    kind: 'EphemeralRunnerSet',
+    metadata: {
+      name: arsName,
+      namespace,
+      labels: ersLabels,
+      annotations: { ...ersAnnotations, [Upstream.integrityHash]: 'z5q8c4w6m9' },
+      finalizers: [Upstream.ersFinalizer],
+      ownerReferences: [controllerRef(ars, 'AutoscalingRunnerSet')],
+    },
+    // Replicas and patchID as the listener last patched them (one per job, plus the idle runner it
+    // asked for before a job came).
+    spec: { replicas: runnerCount, patchID: patchId, ephemeralRunnerSpec: runnerSpec },
+  });
+
+  // ---- the listener: newAutoscalingListener and its resources (resourcebuilder.go) ----
+  const listenerName = autoscalingListenerName(arsName, namespace, '', configUrl);
+  const listenerLabels = {
+    ...ars.metadata!.labels,
+    'app.kubernetes.io/part-of': 'gha-runner-scale-set',
+    'app.kubernetes.io/component': 'runner-scale-set-listener',
+  };
+  const listener = await create<AutoscalingListener>(kube, AutoscalingListenerKind, {
+    apiVersion: GROUP_VERSION,
+    kind: 'AutoscalingListener',
+    metadata: {
+      name: listenerName,
+      namespace: controllerNamespace,
+      labels: listenerLabels,
+      annotations: { [Upstream.integrityHash]: 'k8v2n7b4t6' },
+      finalizers: [Upstream.listenerFinalizer],
+    },
+    spec: {
+      githubConfigUrl: configUrl,
+      githubConfigSecret: chartSecret,
+      runnerScaleSetId: scaleSet.id,
+      autoscalingRunnerSetNamespace: namespace,
+      autoscalingRunnerSetName: arsName,
+      ephemeralRunnerSetName: arsName,
+      minRunners: 0,
+      maxRunners: opts.maxRunners,
+      image: UPSTREAM_IMAGE,
+    },
+  });
+  const listenerRef = controllerRef(listener, 'AutoscalingListener');
+  const roleLabels = {
+    ...listenerLabels,
+    'auto-scaling-listener-namespace': controllerNamespace,
+    'auto-scaling-listener-name': listenerName,
+  };
+  await create<V1ServiceAccount>(kube, ServiceAccountKind, {
+    metadata: {
+      name: listenerName,
+      namespace: controllerNamespace,
+      labels: listenerLabels,
+      annotations: { [Upstream.integrityHash]: 'f6h2j9k4l7' },
+      ownerReferences: [listenerRef],
+    },
+  });
+  await create<V1Role>(kube, RoleKind, {
+    metadata: {
+      name: listenerName,
+      namespace,
+      labels: roleLabels,
+      annotations: { [Upstream.integrityHash]: 'p4r7s2t9v5' },
+    },
+    rules: [
+      {
+        apiGroups: ['actions.github.com'],
+        resources: ['ephemeralrunnersets'],
+        resourceNames: [arsName],
+        verbs: ['patch'],
+      },
+      {
+        apiGroups: ['actions.github.com'],
+        resources: ['ephemeralrunners', 'ephemeralrunners/status'],
+        verbs: ['patch'],
+      },
+    ],
+  });
+  await create<V1RoleBinding>(kube, RoleBindingKind, {
+    metadata: {
+      name: listenerName,
+      namespace,
+      labels: roleLabels,
+      annotations: { [Upstream.integrityHash]: 'w8x3z6b2c9' },
+    },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: listenerName },
+    subjects: [{ kind: 'ServiceAccount', name: listenerName, namespace: controllerNamespace }],
+  });
+  // newScaleSetListenerConfig: cmd/ghalistener/config.Config as JSON.
+  const listenerConfig = {
+    configure_url: configUrl,
+    vault_type: '',
+    vault_lookup_key: '',
+    github_token: DEFAULT_PAT,
+    ephemeral_runner_set_namespace: namespace,
+    ephemeral_runner_set_name: arsName,
+    max_runners: opts.maxRunners,
+    min_runners: 0,
+    runner_scale_set_id: scaleSet.id,
+    runner_scale_set_name: arsName,
+    server_root_ca: '',
+    log_level: 'debug',
+    log_format: 'text',
+    metrics_addr: ':8080',
+    metrics_endpoint: '/metrics',
+    metrics: null,
+  };
+  await create<V1Secret>(kube, SecretKind, {
+    metadata: {
+      name: `${listenerName}-config`,
+      namespace: controllerNamespace,
+      annotations: { [Upstream.integrityHash]: 'd4g7h2k9m5' },
+      ownerReferences: [listenerRef],
+    },
+    stringData: { 'config.json': JSON.stringify(listenerConfig) },
+  });
+  await create<V1Pod>(kube, PodKind, {
+    metadata: {
+      name: listenerName,
+      namespace: controllerNamespace,
+      labels: listenerLabels,
+      annotations: { [Upstream.integrityHash]: 'n5q8r3t6v2' },
+      ownerReferences: [listenerRef],
+    },
+    spec: {
+      // Bound, as a scheduled pod is: its deletion then waits for the kubelet (the test) to finish it.
+      nodeName: FAKE_NODE_NAME,
+      serviceAccountName: listenerName,
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 60,
+      containers: [
+        {
+          name: 'listener',
+          image: UPSTREAM_IMAGE,
+          command: ['/ghalistener'],
+          env: [{ name: 'LISTENER_CONFIG_PATH', value: '/etc/gha-listener/config.json' }],
+          ports: [{ containerPort: 8080, protocol: 'TCP', name: 'metrics' }],
+          volumeMounts: [{ name: 'listener-config', mountPath: '/etc/gha-listener', readOnly: true }],
+        },
+      ],
+      volumes: [{ name: 'listener-config', secret: { secretName: `${listenerName}-config` } }],
+    },
+  });
+  await setPodStatus(controllerNamespace, listenerName, (pod) => ({
+    phase: 'Running',
+    startTime: new Date(),
+    containerStatuses: [
+      {
+        name: 'listener',
+        image: UPSTREAM_IMAGE,
+        imageID: '',
+        ready: true,
+        restartCount: 0,
+        state: { running: { startedAt: new Date() } },
+        containerID: `containerd://${pod.metadata?.uid ?? ''}`,
+      },
+    ],
+  }));
+  // The listener's message session (ghalistener: CreateMessageSession, owner = the pod's hostname).
+  const session = await actions.createMessageSession(scaleSet.id, listenerName);
+
+  // ---- the runners: newEphemeralRunner, then the ER controller's JIT secret, pod and status ----
+  const runners: Array<{ runner: string; runnerId: number }> = [];
+  for (let i = 0; i < runnerCount; i++) {
+    const name = `${arsName}-runner-${['k2x7p', 'm4q9z', 'r6t3w', 'v8b5n', 'c2d7f'][i]}`;
+    const er = await create<EphemeralRunner>(kube, EphemeralRunnerKind, {
+      apiVersion: GROUP_VERSION,
+      kind: 'EphemeralRunner',
+      metadata: {
+        name,
+        namespace,
+        labels: { ...ersLabels, 'app.kubernetes.io/component': 'runner' },
+        annotations: { ...ersAnnotations, [Upstream.patchIdAnnotation]: String(patchId) },
+        finalizers: [Upstream.erFinalizer, Upstream.erRegistrationFinalizer],
+        ownerReferences: [controllerRef(ers, 'EphemeralRunnerSet')],
+      },
+      spec: runnerSpec,
+    });
+    const jit = await actions.generateJitRunnerConfig({ name }, scaleSet.id);
+    await create<V1Secret>(kube, SecretKind, {
+      metadata: { name, namespace, ownerReferences: [controllerRef(er, 'EphemeralRunner')] },
+      stringData: {
+        jitToken: jit.encodedJITConfig,
+        runnerName: jit.runner.name,
+        runnerId: String(jit.runner.id),
+        scaleSetId: String(scaleSet.id),
+      },
+    });
+    await create<V1Pod>(kube, PodKind, {
+      metadata: {
+        name,
+        namespace,
+        labels: {
+          ...er.metadata!.labels,
+          'actions-ephemeral-runner': 'True',
+          'pod-template-hash': '7d9f8b6c5',
+        },
+        annotations: er.metadata!.annotations,
+        ownerReferences: [controllerRef(er, 'EphemeralRunner')],
+      },
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            ...template.spec.containers[0],
+            env: [
+              {
+                name: 'ACTIONS_RUNNER_INPUT_JITCONFIG',
+                valueFrom: { secretKeyRef: { name, key: 'jitToken' } },
+              },
+              {
+                name: 'GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT',
+                value: `actions-runner-controller/${UPSTREAM_VERSION}`,
+              },
+              { name: 'ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE', value: '1' },
+            ],
+          },
+        ],
+      },
+    });
+    await runnerContainerRunning(namespace, name);
+    sim.runnerConnected(name);
+    await withStatus(kube, EphemeralRunnerKind, er, {
+      phase: 'Running',
+      ready: true,
+      runnerId: jit.runner.id,
+      runnerName: jit.runner.name,
+    });
+    runners.push({ runner: name, runnerId: jit.runner.id });
+  }
+
+  // Jobs in flight: assigned, started on the busy runners; the listener patched each runner's status
+  // with the job (ghalistener worker: HandleJobStarted).
+  const busy: UpstreamScaleSet['busy'] = [];
+  for (const r of runners.slice(0, opts.busy)) {
+    const job = sim.startJob(r.runner, { scaleSetId: scaleSet.id });
+    await kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, namespace, r.runner, {
+      status: {
+        jobRequestId: job.runnerRequestId,
+        jobId: job.jobId,
+        jobRepositoryName: job.repo,
+        jobWorkflowRef: job.workflowRef,
+        workflowRunId: job.workflowRunId,
+        jobDisplayName: job.displayName,
+      },
+    });
+    busy.push({ ...r, jobId: job.jobId });
+  }
+
+  await withStatus(kube, EphemeralRunnerSetKind, ers, {
+    currentReplicas: runnerCount,
+    pendingEphemeralRunners: 0,
+    runningEphemeralRunners: runnerCount,
+    failedEphemeralRunners: 0,
+    phase: 'Running',
+  });
+  await withStatus(kube, AutoscalingRunnerSetKind, ars, {
+    currentRunners: runnerCount,
+    pendingEphemeralRunners: 0,
+    runningEphemeralRunners: runnerCount,
+    failedEphemeralRunners: 0,
+    phase: 'Running',
+  });
+  await actions.close();
+  return {
+    namespace,
+    controllerNamespace,
+    arsName,
+    scaleSetId: scaleSet.id,
+    listenerName,
+    sessionId: session.sessionId,
+    busy,
+    idle: runners[opts.busy],
+    chartSecret,
+    chartServiceAccount,
+    managerRole,
+  };
+}
