@@ -201,10 +201,17 @@ describe('Taking over a scale set from upstream in place', () => {
 
     // ---- new jobs run under ARO ----
     const jobs: JobView[] = Array.from({ length: 3 }, () => sim.enqueueJob({ scaleSetId: state.scaleSetId }));
-    await waitFor(() => jobs.every((j) => sim.job(j.jobId)?.state === 'completed'), {
-      description: 'the new jobs to complete on runners ARO created',
-      timeoutMs: 180_000,
-    });
+    // The runners ARO creates, as they are while they live (they are gone once their job is done).
+    const created = new Map<string, EphemeralRunner>();
+    await waitFor(
+      async () => {
+        for (const er of await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace })) {
+          if (!upstreamRunners.has(er.metadata?.name ?? '')) created.set(er.metadata?.name ?? '', er);
+        }
+        return jobs.every((j) => sim.job(j.jobId)?.state === 'completed');
+      },
+      { description: 'the new jobs to complete on runners ARO created', timeoutMs: 180_000, intervalMs: 200 },
+    );
     const done = jobs.map((j) => sim.job(j.jobId)!);
     expect(done.filter((j) => j.result !== 'succeeded')).toEqual([]);
     expect(done.filter((j) => upstreamRunners.has(j.runnerName ?? ''))).toEqual([]);
@@ -227,6 +234,20 @@ describe('Taking over a scale set from upstream in place', () => {
       kind: 'AutoscalingRunnerSet',
       controller: true,
     });
+    // Runners as upstream's EphemeralRunnerSet controller counts and cleans them up: both finalizers,
+    // the patch they were made for, owned by the set.
+    expect(created.size).toBeGreaterThanOrEqual(jobs.length);
+    for (const er of created.values()) {
+      expect(er.metadata?.finalizers).toEqual(
+        expect.arrayContaining([Upstream.erFinalizer, Upstream.erRegistrationFinalizer]),
+      );
+      expect(er.metadata?.annotations?.[Upstream.patchIdAnnotation]).toMatch(/^\d+$/);
+      expect(er.metadata?.ownerReferences?.[0]).toMatchObject({
+        kind: 'EphemeralRunnerSet',
+        name: state.arsName,
+        controller: true,
+      });
+    }
     const listener = await kube.get<AutoscalingListener>(
       AutoscalingListenerKind,
       controllerNamespace,
