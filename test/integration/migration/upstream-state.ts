@@ -74,10 +74,19 @@ export function upstreamKeepsVersion(label: string | undefined, build = UPSTREAM
   return !!a && !!b && a[1] === b[1] && (a[2] ?? '0') === (b[2] ?? '0');
 }
 
+/**
+ * Which upstream wrote it: `head` names the EphemeralRunnerSet after the scale set and patches it in
+ * place (#4516, after 0.14.2); `0.14` (the released 0.14.2) names it `<scale set>-<random>` and
+ * stamps runner-spec / change hashes instead of integrity hashes.
+ */
+export type UpstreamLayout = 'head' | '0.14';
+
 export interface UpstreamScaleSet {
   namespace: string;
   controllerNamespace: string;
   arsName: string;
+  /** The EphemeralRunnerSet upstream's runners belong to. */
+  ersName: string;
   scaleSetId: number;
   listenerName: string;
   sessionId: string;
@@ -124,9 +133,21 @@ async function withStatus<T extends KubeObject>(
 export async function writeUpstreamState(
   kube: KubeClient,
   sim: RunningSimulator,
-  opts: { namespace: string; controllerNamespace: string; arsName: string; busy: number; maxRunners: number },
+  opts: {
+    namespace: string;
+    controllerNamespace: string;
+    arsName: string;
+    busy: number;
+    maxRunners: number;
+    layout: UpstreamLayout;
+  },
 ): Promise<UpstreamScaleSet> {
   const { namespace, controllerNamespace, arsName } = opts;
+  const head = opts.layout === 'head';
+  // resourcebuilder.go: HEAD names the set after the ARS; 0.14.2 used GenerateName `<ars>-`.
+  const ersName = head ? arsName : `${arsName}-w7x4q`;
+  const hashAnnotation = (value: string): Record<string, string> =>
+    head ? { [Upstream.integrityHash]: value } : {};
   const configUrl = sim.configUrl({ org: 'octo' });
   const fullname = `${arsName}-gha-rs`;
   const chartSecret = `${fullname}-github-secret`;
@@ -206,7 +227,9 @@ export async function writeUpstreamState(
         [Upstream.scaleSetIdAnnotation]: String(scaleSet.id),
         [Upstream.scaleSetNameAnnotation]: arsName,
         [Upstream.runnerGroupAnnotation]: 'Default',
-        [Upstream.integrityHash]: 'b7c9d5f4x2',
+        ...(head
+          ? { [Upstream.integrityHash]: 'b7c9d5f4x2' }
+          : { 'actions.github.com/change-hash': 'b7c9d5f4x2' }),
       },
       finalizers: [Upstream.arsFinalizer],
     },
@@ -219,7 +242,7 @@ export async function writeUpstreamState(
     },
   });
 
-  // ---- the EphemeralRunnerSet: newEphemeralRunnerSet (resourcebuilder.go), named as the ARS ----
+  // ---- the EphemeralRunnerSet: newEphemeralRunnerSet (resourcebuilder.go) ----
   const runnerSpec: EphemeralRunnerSpec = {
     githubConfigUrl: configUrl,
     githubConfigSecret: chartSecret,
@@ -241,10 +264,15 @@ export async function writeUpstreamState(
     apiVersion: GROUP_VERSION,
     kind: 'EphemeralRunnerSet',
     metadata: {
-      name: arsName,
+      name: ersName,
       namespace,
       labels: ersLabels,
-      annotations: { ...ersAnnotations, [Upstream.integrityHash]: 'z5q8c4w6m9' },
+      annotations: {
+        ...ersAnnotations,
+        ...(head
+          ? { [Upstream.integrityHash]: 'z5q8c4w6m9' }
+          : { 'actions.github.com/runner-spec-hash': 'z5q8c4w6m9' }),
+      },
       finalizers: [Upstream.ersFinalizer],
       ownerReferences: [controllerRef(ars, 'AutoscalingRunnerSet')],
     },
@@ -267,7 +295,12 @@ export async function writeUpstreamState(
       name: listenerName,
       namespace: controllerNamespace,
       labels: listenerLabels,
-      annotations: { [Upstream.integrityHash]: 'k8v2n7b4t6' },
+      annotations: head
+        ? { [Upstream.integrityHash]: 'k8v2n7b4t6' }
+        : {
+            'actions.github.com/runner-spec-hash': 'k8v2n7b4t6',
+            'actions.github.com/values-hash': 'c0ffee'.repeat(10).slice(0, 63),
+          },
       finalizers: [Upstream.listenerFinalizer],
     },
     spec: {
@@ -276,7 +309,7 @@ export async function writeUpstreamState(
       runnerScaleSetId: scaleSet.id,
       autoscalingRunnerSetNamespace: namespace,
       autoscalingRunnerSetName: arsName,
-      ephemeralRunnerSetName: arsName,
+      ephemeralRunnerSetName: ersName,
       minRunners: 0,
       maxRunners: opts.maxRunners,
       image: UPSTREAM_IMAGE,
@@ -293,7 +326,7 @@ export async function writeUpstreamState(
       name: listenerName,
       namespace: controllerNamespace,
       labels: listenerLabels,
-      annotations: { [Upstream.integrityHash]: 'f6h2j9k4l7' },
+      annotations: hashAnnotation('f6h2j9k4l7'),
       ownerReferences: [listenerRef],
     },
   });
@@ -302,13 +335,13 @@ export async function writeUpstreamState(
       name: listenerName,
       namespace,
       labels: roleLabels,
-      annotations: { [Upstream.integrityHash]: 'p4r7s2t9v5' },
+      annotations: hashAnnotation('p4r7s2t9v5'),
     },
     rules: [
       {
         apiGroups: ['actions.github.com'],
         resources: ['ephemeralrunnersets'],
-        resourceNames: [arsName],
+        resourceNames: [ersName],
         verbs: ['patch'],
       },
       {
@@ -323,7 +356,7 @@ export async function writeUpstreamState(
       name: listenerName,
       namespace,
       labels: roleLabels,
-      annotations: { [Upstream.integrityHash]: 'w8x3z6b2c9' },
+      annotations: hashAnnotation('w8x3z6b2c9'),
     },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: listenerName },
     subjects: [{ kind: 'ServiceAccount', name: listenerName, namespace: controllerNamespace }],
@@ -335,7 +368,7 @@ export async function writeUpstreamState(
     vault_lookup_key: '',
     github_token: DEFAULT_PAT,
     ephemeral_runner_set_namespace: namespace,
-    ephemeral_runner_set_name: arsName,
+    ephemeral_runner_set_name: ersName,
     max_runners: opts.maxRunners,
     min_runners: 0,
     runner_scale_set_id: scaleSet.id,
@@ -351,7 +384,7 @@ export async function writeUpstreamState(
     metadata: {
       name: `${listenerName}-config`,
       namespace: controllerNamespace,
-      annotations: { [Upstream.integrityHash]: 'd4g7h2k9m5' },
+      annotations: hashAnnotation('d4g7h2k9m5'),
       ownerReferences: [listenerRef],
     },
     stringData: { 'config.json': JSON.stringify(listenerConfig) },
@@ -361,7 +394,7 @@ export async function writeUpstreamState(
       name: listenerName,
       namespace: controllerNamespace,
       labels: listenerLabels,
-      annotations: { [Upstream.integrityHash]: 'n5q8r3t6v2' },
+      annotations: hashAnnotation('n5q8r3t6v2'),
       ownerReferences: [listenerRef],
     },
     spec: {
@@ -509,6 +542,7 @@ export async function writeUpstreamState(
     namespace,
     controllerNamespace,
     arsName,
+    ersName,
     scaleSetId: scaleSet.id,
     listenerName,
     sessionId: session.sessionId,
