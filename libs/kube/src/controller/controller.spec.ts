@@ -130,7 +130,7 @@ describe('Controller', () => {
     expect(line).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'a' });
     expect(line.reconcileID).toEqual(expect.any(String));
 
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'success' })).toBe(1);
     h.stop.abort();
@@ -143,7 +143,7 @@ describe('Controller', () => {
     h.source.emit({ type: 'added', object: obj('a') });
     await flushMicrotasks();
     r.calls[0].ctx.log.info('first');
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
     await flushMicrotasks();
     r.calls[1].ctx.log.info('second');
@@ -151,7 +151,7 @@ describe('Controller', () => {
       .filter((l) => l.message === 'first' || l.message === 'second')
       .map((l) => l.reconcileID);
     expect(new Set(ids).size).toBe(2);
-    r.calls[1].finish(done());
+    r.calls[1].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -161,7 +161,7 @@ describe('Controller', () => {
     const h = harness(r);
     h.source.emit({ type: 'added', object: obj('a', '5') });
     await flushMicrotasks();
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     h.source.emit({ type: 'modified', object: obj('a', '5'), oldObject: obj('a', '5') });
     await flushMicrotasks();
@@ -169,7 +169,7 @@ describe('Controller', () => {
     h.source.emit({ type: 'modified', object: obj('a', '6'), oldObject: obj('a', '5') });
     await flushMicrotasks();
     expect(r.calls).toHaveLength(2);
-    r.calls[1].finish(done());
+    r.calls[1].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -180,7 +180,7 @@ describe('Controller', () => {
     h.source.emit({ type: 'deleted', object: obj('gone') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['gone']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -195,11 +195,11 @@ describe('Controller', () => {
     h.source.emit({ type: 'added', object: obj('b', '1') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['a', 'b']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(r.names()).toEqual(['a', 'b', 'a']);
-    r.calls[1].finish(done());
-    r.calls[2].finish(done());
+    r.calls[1].finish(done);
+    r.calls[2].finish(done);
     await flushMicrotasks();
     expect(r.calls).toHaveLength(3);
     expect(r.maxRunningPerKey.get('ns/a')).toBe(1);
@@ -218,7 +218,7 @@ describe('Controller', () => {
       await counter(h.registry, 'controller_runtime_max_concurrent_reconciles', { controller: 'widgets' }),
     ).toBe(3);
     for (let i = 0; i < 5; i++) {
-      r.calls[i].finish(done());
+      r.calls[i].finish(done);
       await flushMicrotasks();
     }
     expect(r.names().sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -251,11 +251,11 @@ describe('Controller', () => {
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'error' })).toBe(2);
 
     // The same single worker still serves other keys.
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     h.source.emit({ type: 'added', object: obj('healthy') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['flaky', 'flaky', 'flaky', 'healthy']);
-    r.calls[3].finish(done());
+    r.calls[3].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -266,7 +266,7 @@ describe('Controller', () => {
       reconcile: () => {
         calls++;
         if (calls === 1) throw new Error('not even a promise');
-        return Promise.resolve(done());
+        return Promise.resolve(done);
       },
     });
     h.source.emit({ type: 'added', object: obj('a') });
@@ -287,7 +287,7 @@ describe('Controller', () => {
     await h.clock.advance(5);
     r.calls[1].finish(new Error('x'));
     await h.clock.advance(10);
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     await flushMicrotasks();
     expect(h.controller.queue.numRequeues('ns/a')).toBe(0);
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
@@ -295,7 +295,7 @@ describe('Controller', () => {
     r.calls[3].finish(new Error('x'));
     await h.clock.advance(5);
     expect(r.calls).toHaveLength(5);
-    r.calls[4].finish(done());
+    r.calls[4].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -318,7 +318,7 @@ describe('Controller', () => {
     await h.clock.advance(5);
     expect(r.calls).toHaveLength(3);
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'requeue' })).toBe(1);
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -348,7 +348,7 @@ describe('Controller', () => {
     expect(r.calls.length).toBe(5);
     await h.clock.advance(1);
     expect(r.calls.length).toBe(6);
-    r.calls[5].finish(done());
+    r.calls[5].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -364,7 +364,7 @@ describe('Controller', () => {
     const running = h.controller.start(stop.signal);
     await flushMicrotasks();
     expect(r.names()).toEqual(['early']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     stop.abort();
     await running;
   });
@@ -381,7 +381,7 @@ describe('Controller', () => {
     await flushMicrotasks();
     expect(stopped).toBe(false);
     expect(r.calls[0].ctx.signal.aborted).toBe(false);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(stopped).toBe(true);
     expect(r.names()).toEqual(['in-flight']);
@@ -408,7 +408,7 @@ describe('Controller', () => {
     expect(r.calls[0].ctx.signal.aborted).toBe(false);
     await h.clock.advance(1);
     expect(r.calls[0].ctx.signal.aborted).toBe(true);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -457,7 +457,7 @@ describe('Controller', () => {
     const health = h.controller.health();
     expect(health.healthy).toBe(false);
     expect(health.reason).toContain('ns/wedged');
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(h.controller.health().healthy).toBe(true);
     h.stop.abort();
@@ -506,7 +506,7 @@ describe('Controller', () => {
     });
     await flushMicrotasks();
     expect(r.calls.map((c) => c.req)).toEqual([{ namespace: 'ns', name: 'owner' }]);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });
