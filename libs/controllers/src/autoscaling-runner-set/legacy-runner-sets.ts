@@ -5,16 +5,9 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { isNotFound } from '@aro/kube';
+import { isControlledBy, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { ScaleSetContext } from './runner-scale-set-context';
-
-function controlledBy(
-  obj: { metadata?: { ownerReferences?: Array<{ uid?: string; controller?: boolean }> } },
-  uid: string,
-): boolean {
-  return (obj.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === uid);
-}
 
 /**
  * EphemeralRunnerSets of the scale set other than the one named after it: what upstream's controller
@@ -30,20 +23,19 @@ export class LegacyRunnerSets {
   /** True while a retired set is still there, to be looked at again. */
   async retire(ars: AutoscalingRunnerSet, log: Logger): Promise<boolean> {
     const namespace = ars.metadata?.namespace ?? '';
-    const uid = ars.metadata?.uid ?? '';
     const legacy = (
       await this.ctx.deps.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
     ).filter(
       (set) =>
         set.metadata?.name !== ars.metadata?.name &&
         !set.metadata?.deletionTimestamp &&
-        controlledBy(set, uid),
+        isControlledBy(set, ars),
     );
     if (legacy.length === 0) return false;
     const runners = await this.ctx.deps.cache.list<EphemeralRunner>(EphemeralRunnerKind, { namespace });
     for (const set of legacy) {
       const name = set.metadata?.name ?? '';
-      const left = runners.filter((r) => controlledBy(r, set.metadata?.uid ?? '')).length;
+      const left = runners.filter((r) => isControlledBy(r, set)).length;
       try {
         if (left === 0) {
           await this.ctx.deps.client.delete(EphemeralRunnerSetKind, namespace, name, {

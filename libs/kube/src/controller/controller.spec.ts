@@ -442,7 +442,7 @@ describe('Controller', () => {
     expect(await of('controller_runtime_reconcile_errors_total')).toBe(3);
     h.stop.abort();
     h.cancel.abort();
-    for (const call of r.calls.slice(3)) call.finish(done());
+    for (const call of r.calls.slice(3)) call.finish(done);
     await h.running;
   });
 
