@@ -332,6 +332,13 @@ describe('Taking over a scale set from upstream in place', () => {
       await waitFor(async () => (await kube.list<V1Pod>(PodKind, { namespace })).length === 0, {
         description: 'every runner pod gone',
         timeoutMs: 60_000,
+      }).catch(async (err: unknown) => {
+        const left = (await kube.list<V1Pod>(PodKind, { namespace })).map(
+          (pod) =>
+            `${pod.metadata?.name} ${pod.status?.phase} deleting=${pod.metadata?.deletionTimestamp ?? '-'} ` +
+            `player=${runners.outcomes.get(pod.metadata?.name ?? '') ?? 'playing'}`,
+        );
+        throw new Error(`${(err as Error).message}\npods left: ${left.join('; ')}`, { cause: err });
       });
       expect(sim.registrations({ scaleSetId: state.scaleSetId })).toEqual([]);
       expect(sim.sessions().filter((s) => s.scaleSetId === state.scaleSetId)).toEqual([]);

@@ -1,14 +1,5 @@
-import type {
-  V1OwnerReference,
-  V1Pod,
-  V1Role,
-  V1RoleBinding,
-  V1Secret,
-  V1ServiceAccount,
-} from '@kubernetes/client-node';
+import type { V1Pod, V1Role, V1RoleBinding, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
 import {
-  AutoscalingListener,
-  AutoscalingListenerKind,
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
   EphemeralRunner,
@@ -16,21 +7,29 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   EphemeralRunnerSpec,
-  autoscalingListenerName,
 } from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import {
   type KubeClient,
-  type KubeObject,
   PodKind,
   RoleBindingKind,
   RoleKind,
   SecretKind,
   ServiceAccountKind,
 } from '@aro/kube';
-import type { ResourceKind } from '@aro/api';
 import { DEFAULT_PAT, type RunningSimulator } from '../../../apps/simulator/src';
-import { FAKE_NODE_NAME, runnerContainerRunning, setPodStatus } from '../../harness/pod-lifecycle';
+import { runnerContainerRunning } from '../../harness/pod-lifecycle';
+import { writeUpstreamListener } from './upstream-listener';
+import {
+  GROUP_VERSION,
+  UPSTREAM_VERSION,
+  Upstream,
+  controllerRef,
+  create,
+  withStatus,
+} from './upstream-meta';
+
+export { UPSTREAM_IMAGE, UPSTREAM_VERSION, Upstream, upstreamKeepsVersion } from './upstream-meta';
 
 /*
  * The state upstream's controllers (actions-runner-controller at the 1-1 ERS layout, #4516, with the
@@ -40,40 +39,6 @@ import { FAKE_NODE_NAME, runnerContainerRunning, setPodStatus } from '../../harn
  * reproduced (upstream hashes the Go structs' JSON): they are written in upstream's alphabet, as
  * values no ARO hash can equal, which is what a migrating cluster holds.
  */
-
-export const UPSTREAM_VERSION = '0.14.2';
-export const UPSTREAM_IMAGE = `ghcr.io/actions/gha-runner-scale-set-controller:${UPSTREAM_VERSION}`;
-const GROUP_VERSION = 'actions.github.com/v1alpha1';
-
-/** Upstream's finalizers and annotation keys (controllers/actions.github.com/*_controller.go, constants.go). */
-export const Upstream = {
-  arsFinalizer: 'autoscalingrunnerset.actions.github.com/finalizer',
-  ersFinalizer: 'ephemeralrunnerset.actions.github.com/finalizer',
-  erFinalizer: 'ephemeralrunner.actions.github.com/finalizer',
-  erRegistrationFinalizer: 'ephemeralrunner.actions.github.com/runner-registration-finalizer',
-  listenerFinalizer: 'autoscalinglistener.actions.github.com/finalizer',
-  /** The chart puts it on the objects it creates for a scale set; the ARS finalizer removes it. */
-  cleanupProtection: 'actions.github.com/cleanup-protection',
-  scaleSetIdAnnotation: 'runner-scale-set-id',
-  runnerGroupAnnotation: 'actions.github.com/runner-group-name',
-  scaleSetNameAnnotation: 'actions.github.com/runner-scale-set-name',
-  patchIdAnnotation: 'actions.github.com/patch-id',
-  integrityHash: 'actions.github.com/integrity-hash',
-  versionLabel: 'app.kubernetes.io/version',
-} as const;
-
-/**
- * upstream's v1alpha1.IsVersionAllowed: its controller deletes an AutoscalingRunnerSet whose version
- * label differs in major.minor from its own build (a rule restated here, for the reverse check).
- */
-export function upstreamKeepsVersion(label: string | undefined, build = UPSTREAM_VERSION): boolean {
-  if (label === build) return true;
-  const majorMinor = (v: string | undefined) => /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(v ?? '');
-  const a = majorMinor(label);
-  const b = majorMinor(build);
-  return !!a && !!b && a[1] === b[1] && (a[2] ?? '0') === (b[2] ?? '0');
-}
-
 /**
  * Which upstream wrote it: `head` names the EphemeralRunnerSet after the scale set and patches it in
  * place (#4516, after 0.14.2); `0.14` (the released 0.14.2) names it `<scale set>-<random>` and
@@ -100,32 +65,6 @@ export interface UpstreamScaleSet {
   managerRole: string;
 }
 
-function controllerRef(owner: KubeObject, kind: string, apiVersion = GROUP_VERSION): V1OwnerReference {
-  return {
-    apiVersion,
-    kind,
-    name: owner.metadata?.name ?? '',
-    uid: owner.metadata?.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
-async function create<T extends KubeObject>(kube: KubeClient, kind: ResourceKind, obj: T): Promise<T> {
-  return kube.create<T>(kind, obj);
-}
-
-async function withStatus<T extends KubeObject>(
-  kube: KubeClient,
-  kind: ResourceKind,
-  obj: T,
-  status: unknown,
-): Promise<T> {
-  return kube.mergePatchStatus<T>(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', {
-    status,
-  });
-}
-
 /**
  * Writes upstream's state for scale set `arsName` in `namespace` (listener in `controllerNamespace`)
  * with `busy` runners running a job each and one idle runner, on the cluster and on the simulator.
@@ -146,8 +85,6 @@ export async function writeUpstreamState(
   const head = opts.layout === 'head';
   // resourcebuilder.go: HEAD names the set after the ARS; 0.14.2 used GenerateName `<ars>-`.
   const ersName = head ? arsName : `${arsName}-w7x4q`;
-  const hashAnnotation = (value: string): Record<string, string> =>
-    head ? { [Upstream.integrityHash]: value } : {};
   const configUrl = sim.configUrl({ org: 'octo' });
   const fullname = `${arsName}-gha-rs`;
   const chartSecret = `${fullname}-github-secret`;
@@ -281,159 +218,18 @@ export async function writeUpstreamState(
     spec: { replicas: runnerCount, patchID: patchId, ephemeralRunnerSpec: runnerSpec },
   });
 
-  // ---- the listener: newAutoscalingListener and its resources (resourcebuilder.go) ----
-  const listenerName = autoscalingListenerName(arsName, namespace, '', configUrl);
-  const listenerLabels = {
-    ...ars.metadata!.labels,
-    'app.kubernetes.io/part-of': 'gha-runner-scale-set',
-    'app.kubernetes.io/component': 'runner-scale-set-listener',
-  };
-  const listener = await create<AutoscalingListener>(kube, AutoscalingListenerKind, {
-    apiVersion: GROUP_VERSION,
-    kind: 'AutoscalingListener',
-    metadata: {
-      name: listenerName,
-      namespace: controllerNamespace,
-      labels: listenerLabels,
-      annotations: head
-        ? { [Upstream.integrityHash]: 'k8v2n7b4t6' }
-        : {
-            'actions.github.com/runner-spec-hash': 'k8v2n7b4t6',
-            'actions.github.com/values-hash': 'c0ffee'.repeat(10).slice(0, 63),
-          },
-      finalizers: [Upstream.listenerFinalizer],
-    },
-    spec: {
-      githubConfigUrl: configUrl,
-      githubConfigSecret: chartSecret,
-      runnerScaleSetId: scaleSet.id,
-      autoscalingRunnerSetNamespace: namespace,
-      autoscalingRunnerSetName: arsName,
-      ephemeralRunnerSetName: ersName,
-      minRunners: 0,
-      maxRunners: opts.maxRunners,
-      image: UPSTREAM_IMAGE,
-    },
+  const { listenerName, sessionId } = await writeUpstreamListener(kube, actions, {
+    namespace,
+    controllerNamespace,
+    arsName,
+    ersName,
+    configUrl,
+    scaleSetId: scaleSet.id,
+    maxRunners: opts.maxRunners,
+    chartSecret,
+    arsLabels: ars.metadata?.labels ?? {},
+    head,
   });
-  const listenerRef = controllerRef(listener, 'AutoscalingListener');
-  const roleLabels = {
-    ...listenerLabels,
-    'auto-scaling-listener-namespace': controllerNamespace,
-    'auto-scaling-listener-name': listenerName,
-  };
-  await create<V1ServiceAccount>(kube, ServiceAccountKind, {
-    metadata: {
-      name: listenerName,
-      namespace: controllerNamespace,
-      labels: listenerLabels,
-      annotations: hashAnnotation('f6h2j9k4l7'),
-      ownerReferences: [listenerRef],
-    },
-  });
-  await create<V1Role>(kube, RoleKind, {
-    metadata: {
-      name: listenerName,
-      namespace,
-      labels: roleLabels,
-      annotations: hashAnnotation('p4r7s2t9v5'),
-    },
-    rules: [
-      {
-        apiGroups: ['actions.github.com'],
-        resources: ['ephemeralrunnersets'],
-        resourceNames: [ersName],
-        verbs: ['patch'],
-      },
-      {
-        apiGroups: ['actions.github.com'],
-        resources: ['ephemeralrunners', 'ephemeralrunners/status'],
-        verbs: ['patch'],
-      },
-    ],
-  });
-  await create<V1RoleBinding>(kube, RoleBindingKind, {
-    metadata: {
-      name: listenerName,
-      namespace,
-      labels: roleLabels,
-      annotations: hashAnnotation('w8x3z6b2c9'),
-    },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: listenerName },
-    subjects: [{ kind: 'ServiceAccount', name: listenerName, namespace: controllerNamespace }],
-  });
-  // newScaleSetListenerConfig: cmd/ghalistener/config.Config as JSON.
-  const listenerConfig = {
-    configure_url: configUrl,
-    vault_type: '',
-    vault_lookup_key: '',
-    github_token: DEFAULT_PAT,
-    ephemeral_runner_set_namespace: namespace,
-    ephemeral_runner_set_name: ersName,
-    max_runners: opts.maxRunners,
-    min_runners: 0,
-    runner_scale_set_id: scaleSet.id,
-    runner_scale_set_name: arsName,
-    server_root_ca: '',
-    log_level: 'debug',
-    log_format: 'text',
-    metrics_addr: ':8080',
-    metrics_endpoint: '/metrics',
-    metrics: null,
-  };
-  await create<V1Secret>(kube, SecretKind, {
-    metadata: {
-      name: `${listenerName}-config`,
-      namespace: controllerNamespace,
-      annotations: hashAnnotation('d4g7h2k9m5'),
-      ownerReferences: [listenerRef],
-    },
-    stringData: { 'config.json': JSON.stringify(listenerConfig) },
-  });
-  await create<V1Pod>(kube, PodKind, {
-    metadata: {
-      name: listenerName,
-      namespace: controllerNamespace,
-      labels: listenerLabels,
-      annotations: hashAnnotation('n5q8r3t6v2'),
-      ownerReferences: [listenerRef],
-    },
-    spec: {
-      // Bound, as a scheduled pod is: its deletion then waits for the kubelet (the test) to finish it.
-      nodeName: FAKE_NODE_NAME,
-      serviceAccountName: listenerName,
-      nodeSelector: { 'kubernetes.io/os': 'linux' },
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 60,
-      containers: [
-        {
-          name: 'listener',
-          image: UPSTREAM_IMAGE,
-          command: ['/ghalistener'],
-          env: [{ name: 'LISTENER_CONFIG_PATH', value: '/etc/gha-listener/config.json' }],
-          ports: [{ containerPort: 8080, protocol: 'TCP', name: 'metrics' }],
-          volumeMounts: [{ name: 'listener-config', mountPath: '/etc/gha-listener', readOnly: true }],
-        },
-      ],
-      volumes: [{ name: 'listener-config', secret: { secretName: `${listenerName}-config` } }],
-    },
-  });
-  await setPodStatus(controllerNamespace, listenerName, (pod) => ({
-    phase: 'Running',
-    startTime: new Date(),
-    containerStatuses: [
-      {
-        name: 'listener',
-        image: UPSTREAM_IMAGE,
-        imageID: '',
-        ready: true,
-        restartCount: 0,
-        state: { running: { startedAt: new Date() } },
-        containerID: `containerd://${pod.metadata?.uid ?? ''}`,
-      },
-    ],
-  }));
-  // The listener's message session (ghalistener: CreateMessageSession, owner = the pod's hostname).
-  const session = await actions.createMessageSession(scaleSet.id, listenerName);
 
   // ---- the runners: newEphemeralRunner, then the ER controller's JIT secret, pod and status ----
   const runners: Array<{ runner: string; runnerId: number }> = [];
@@ -545,7 +341,7 @@ export async function writeUpstreamState(
     ersName,
     scaleSetId: scaleSet.id,
     listenerName,
-    sessionId: session.sessionId,
+    sessionId,
     busy,
     idle: runners[opts.busy],
     chartSecret,
