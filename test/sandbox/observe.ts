@@ -30,8 +30,8 @@ export function forbiddenLines(logFile: string): string[] {
     .filter((line) => /forbidden/i.test(line))
     .map((line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
-        return entry.err?.message ?? entry.msg ?? line;
+        const entry = JSON.parse(line) as { message?: string; error?: string };
+        return entry.error ?? entry.message ?? line;
       } catch {
         return line;
       }

@@ -30,6 +30,16 @@ describe('loadControllerConfig', () => {
     expect(config.TERMINATED_POD_GRACE_PERIOD_SECONDS).toBe(-1);
   });
 
+  it("takes LOG_LEVEL as a name or as upstream's zap level number", () => {
+    expect(loadControllerConfig({ LOG_LEVEL: '-1' }).LOG_LEVEL).toBe('debug');
+    expect(loadControllerConfig({ LOG_LEVEL: '0' }).LOG_LEVEL).toBe('info');
+    expect(loadControllerConfig({ LOG_LEVEL: '2' }).LOG_LEVEL).toBe('error');
+    expect(loadControllerConfig({ LOG_LEVEL: 'warn' }).LOG_LEVEL).toBe('warn');
+    expect(() => loadControllerConfig({ LOG_LEVEL: 'verbose' })).toThrow(
+      /LOG_LEVEL: "verbose" is not a log level/,
+    );
+  });
+
   it('refuses invalid values with a message naming every bad variable', () => {
     expect(() =>
       loadControllerConfig({

@@ -1,3 +1,4 @@
+import { parseLogLevel } from '@aro/observability';
 import { z } from 'zod';
 
 const seconds = (fallback: number) => z.coerce.number().finite().default(fallback);
@@ -41,7 +42,24 @@ export const controllerEnvSchema = z
      * of 10 API writes (docs/performance.md), and the status already records each transition.
      */
     EVENTS: z.enum(['all', 'failures', 'none']).default('failures'),
-    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    /**
+     * debug, info, warn, error, or a zap level number as upstream's --log-level accepts it (-1 debug,
+     * 0 info, 1 warn, 2 error, 3 and above nothing); read as the level name it means.
+     */
+    LOG_LEVEL: z
+      .string()
+      .default('info')
+      .transform((v, ctx) => {
+        const level = parseLogLevel(v);
+        if (level === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${v}" is not a log level: use debug, info, warn, error, or a zap level number (-1 debug .. 2 error)`,
+          });
+          return z.NEVER;
+        }
+        return level;
+      }),
     LOG_FORMAT: z.enum(['json', 'text']).default('json'),
     /** /healthz, /readyz and /metrics are served here, on every replica. */
     PROBE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),

@@ -34,6 +34,7 @@ import {
 import { ListenerSync } from './listener-sync';
 import { RunnerSetSync } from './runner-set-sync';
 import { ScaleSetFinalizer } from './scale-set-finalizer';
+import { LegacyRunnerSets } from './legacy-runner-sets';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
 import { findCondition, setCondition } from '../shared/conditions';
@@ -59,6 +60,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private readonly listener: ListenerSync;
   private readonly runnerSet: RunnerSetSync;
   private readonly finalizer: ScaleSetFinalizer;
+  private readonly legacyRunnerSets: LegacyRunnerSets;
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
     this.ctx = scaleSetContext(deps, options);
@@ -67,6 +69,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.listener = new ListenerSync(this.ctx, this.status);
     this.runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
+    this.legacyRunnerSets = new LegacyRunnerSets(this.ctx);
   }
 
   reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -150,6 +153,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
+    const retiring = await this.legacyRunnerSets.retire(ars, log);
     if (runnerSet === 'created') return done;
     if (runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated) {
       // Stop scaling: the listener would only ask for runners that cannot run. No delete/recreate
@@ -191,6 +195,8 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       });
     }
     await this.status.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Running);
+    // A retired set's last runner leaving may not change the set itself: look again soon.
+    if (retiring) return requeueAfter(this.ctx.opts.drainPollMs);
     const sinceCheck = this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0);
     return requeueAfter(Math.max(1, this.ctx.opts.scaleSetCheckIntervalMs - sinceCheck));
   }

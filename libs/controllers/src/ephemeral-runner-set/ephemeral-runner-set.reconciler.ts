@@ -31,6 +31,7 @@ import { RunnerSetFinalizer } from './runner-set-finalizer';
 import { RunnerSetScaling } from './runner-set-scaling';
 import { RunnerSetStatusWriter } from './runner-set-status';
 import { RunnerSetTransitions } from './runner-set-transitions';
+import { adoptUpstreamRunnerSet, isUpstreamIntegrityHash } from './upstream-adoption';
 
 export type {
   EphemeralRunnerSetReconcilerDeps,
@@ -112,6 +113,9 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.status.publishCounts(set, key, states);
 
     const hash = integrityHash(set.spec.ephemeralRunnerSpec);
+    if (isUpstreamIntegrityHash(set.metadata?.annotations?.[Annotations.integrityHash])) {
+      set = await adoptUpstreamRunnerSet(this.ctx, set, hash, log);
+    }
     if (set.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
       return this.transitions.rollOutSpec(set, key, states, hash, signal, log);
     }
