@@ -17,6 +17,7 @@ import {
   findCondition,
   setCondition,
 } from '../ephemeral-runner-set/scale-set-common';
+import { mirroredRunnersHealthy } from '../ephemeral-runner-set/runner-failure-condition';
 import { classifyScaleSetFailure } from './failure-reasons';
 import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
 
@@ -114,6 +115,9 @@ export class ScaleSetStatusWriter {
         );
       }
     }
+    conditions =
+      mirroredRunnersHealthy(conditions, runnerSet.status?.conditions, new Date(this.ctx.now())) ??
+      conditions;
     await this.patchStatus(ars, {
       phase,
       currentRunners: runnerSet.status?.currentReplicas ?? 0,

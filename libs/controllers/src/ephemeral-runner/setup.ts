@@ -25,6 +25,10 @@ export interface EphemeralRunnerControllerConfig {
   terminatedPodGracePeriodSeconds?: number;
   maxFailures?: number;
   failureBackoffBaseMs?: number;
+  /** RUNNER_START_TIMEOUT: a runner pod not Running by then fails its runner. */
+  startTimeoutMs?: number;
+  /** BUSY_RUNNER_EVICTION_PROTECTION: busy runners' pods refuse voluntary eviction. */
+  evictionProtection?: boolean;
   events?: 'all' | 'failures' | 'none';
 }
 
@@ -94,6 +98,8 @@ export function setupEphemeralRunnerController(
       terminatedPodGracePeriodSeconds: config.terminatedPodGracePeriodSeconds,
       maxFailures: config.maxFailures,
       failureBackoffBaseMs: config.failureBackoffBaseMs,
+      startTimeoutMs: config.startTimeoutMs,
+      evictionProtection: config.evictionProtection,
     },
   );
 
