@@ -9,3 +9,4 @@ export { idleRunnerCandidates, runnersByState, type RunnersByState } from './run
 export * from './scale-set-common';
 export * from './setup';
 export * from './ephemeral-runner-set.module';
+export { REASON_RUNNER_READY, RUNNERS_HEALTHY_CONDITION } from './runner-failure-condition';
