@@ -28,7 +28,7 @@ describe('RunnerFailureCondition', () => {
     const second = tracker.observe(set(), 'ns/s', runnersByState([failed('b', 'ImagePullBackOff')]));
     expect(second?.message).toMatch(/^2 runners failed with ImagePullBackOff.*r-b: ImagePullBackOff for b/);
     const cleared = tracker.observe(
-      set({ conditions: [{ type: 'RunnersHealthy', ...second! }] } as never),
+      set({ conditions: [{ ...second!, type: 'RunnersHealthy' }] } as never),
       'ns/s',
       runnersByState([ready('c')]),
     );
