@@ -109,4 +109,32 @@ describe('AutoscalingRunnerSet backoff and recovery', () => {
       `ARS recovery: fixed credential Secret to Running in ${tookMs} ms (backoff at that point: 60 s)`,
     );
   });
+
+  it('takes a credential Secret created after the set within seconds', async () => {
+    f = await suite.start({ runnerScaleSet: { errorBackoffBaseMs: 60_000, errorBackoffMaxMs: 600_000 } });
+    const name = uniqueName('ars-nosecret');
+    await f.kube.create(
+      AutoscalingRunnerSetKind,
+      newScaleSet(name, (a) => (a.spec.githubConfigSecret = 'late-secret')),
+    );
+    const failed = await waitFor(
+      async () => {
+        const c = await readyCondition(name);
+        return c?.status === 'False' ? c : undefined;
+      },
+      { description: 'ScaleSetReady False for the missing Secret' },
+    );
+    const createdAt = Date.now();
+    await f.kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'late-secret', namespace: f.namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
+    await waitFor(async () => (await readArs(name))?.status?.phase === 'Running', {
+      description: 'the set Running once its Secret exists',
+      timeoutMs: 30_000,
+    });
+    console.log(
+      `ARS recovery: missing Secret (${failed.reason}) created, Running in ${Date.now() - createdAt} ms`,
+    );
+  });
 });

@@ -32,6 +32,7 @@ import { RunnerSetSync } from './runner-set-sync';
 import { ScaleSetFinalizer } from './scale-set-finalizer';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
+import { CredentialChangeWatch } from './credential-change';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -54,6 +55,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private readonly listener: ListenerSync;
   private readonly runnerSet: RunnerSetSync;
   private readonly finalizer: ScaleSetFinalizer;
+  private readonly credentialChange: CredentialChangeWatch;
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
     this.ctx = scaleSetContext(deps, options);
@@ -62,6 +64,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.listener = new ListenerSync(this.ctx, this.status);
     this.runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
+    this.credentialChange = new CredentialChangeWatch(this.ctx);
   }
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -77,6 +80,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       if (!isNotFound(err)) throw err;
       this.ctx.failures.delete(key);
       this.ctx.lastChecked.delete(key);
+      this.credentialChange.forget(key);
       return done;
     }
     const callSignal = (): AbortSignal =>
@@ -107,6 +111,8 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     }
 
     // 1. The scale set on the Actions service.
+    const heldBack = await this.credentialChange.holdBack(ars, key, log);
+    if (heldBack) return heldBack;
     let scaleSetId: number;
     try {
       // Resolved only when the service must be asked: resolving reads the credential Secret live,
@@ -120,8 +126,9 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       scaleSetId = outcome.scaleSetId;
     } catch (err) {
       if (signal.aborted) throw err;
-      return this.status.recordFailure(ars, key, err, log);
+      return this.credentialChange.remember(ars, key, await this.status.recordFailure(ars, key, err, log));
     }
+    this.credentialChange.forget(key);
     await this.status.markReady(ars, key, scaleSetId);
 
     // 2. The EphemeralRunnerSet.
