@@ -33,6 +33,7 @@ import { ScaleSetFinalizer } from './scale-set-finalizer';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
 import { CredentialChangeWatch } from './credential-change';
+import { ForgottenProtection } from './forgotten-protection';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -56,6 +57,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private readonly runnerSet: RunnerSetSync;
   private readonly finalizer: ScaleSetFinalizer;
   private readonly credentialChange: CredentialChangeWatch;
+  private readonly forgottenProtection: ForgottenProtection;
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
     this.ctx = scaleSetContext(deps, options);
@@ -65,6 +67,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
     this.credentialChange = new CredentialChangeWatch(this.ctx);
+    this.forgottenProtection = new ForgottenProtection(this.ctx);
   }
 
   async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -81,6 +84,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       this.ctx.failures.delete(key);
       this.ctx.lastChecked.delete(key);
       this.credentialChange.forget(key);
+      this.forgottenProtection.forget(key);
       return done;
     }
     const callSignal = (): AbortSignal =>
@@ -130,6 +134,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     }
     this.credentialChange.forget(key);
     await this.status.markReady(ars, key, scaleSetId);
+    await this.forgottenProtection.sweep(ars, key, log);
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
