@@ -1,9 +1,21 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { Annotations, AutoscalingRunnerSet, AutoscalingRunnerSetKind } from '@aro/api';
+import {
+  Annotations,
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
 import { SecretKind } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { waitFor } from '../../harness';
-import { GITHUB_SECRET, ScaleSetFixture, runnerPodTemplate, scaleSetSuite, uniqueName } from './fixture';
+import {
+  GITHUB_SECRET,
+  ScaleSetFixture,
+  runnerPodTemplate,
+  scaleSetSuite,
+  serviceClient,
+  uniqueName,
+} from './fixture';
 
 jest.setTimeout(180_000);
 
@@ -136,5 +148,38 @@ describe('AutoscalingRunnerSet backoff and recovery', () => {
     console.log(
       `ARS recovery: missing Secret (${failed.reason}) created, Running in ${Date.now() - createdAt} ms`,
     );
+  });
+
+  it('creates a scale set the service deleted again within seconds of its listener reporting the 404, with the periodic check minutes away', async () => {
+    f = await suite.start({ runnerScaleSet: { scaleSetCheckIntervalMs: 5 * 60_000 } });
+    const name = uniqueName('ars-gone');
+    await f.kube.create(AutoscalingRunnerSetKind, newScaleSet(name));
+    const ars = await waitFor(
+      async () => {
+        const a = await readArs(name);
+        return a?.status?.phase === 'Running' && a.metadata?.annotations?.[Annotations.runnerScaleSetId]
+          ? a
+          : undefined;
+      },
+      { description: 'the set Running on a scale set', timeoutMs: 60_000 },
+    );
+    const oldId = Number(ars.metadata!.annotations![Annotations.runnerScaleSetId]);
+    await serviceClient(suite.sim).deleteRunnerScaleSet(oldId);
+    // What the listener does on a 404 from its session create (apps/listener/src/scaler.ts).
+    const reportedAt = Date.now();
+    await f.kube.mergePatch(EphemeralRunnerSetKind, f.namespace, name, {
+      metadata: { annotations: { [Annotations.scaleSetMissing]: String(oldId) } },
+    });
+    const newId = await waitFor(
+      async () => {
+        const id = Number((await readArs(name))?.metadata?.annotations?.[Annotations.runnerScaleSetId]);
+        return id && id !== oldId ? id : undefined;
+      },
+      { description: 'a new scale set ID long before the 5 min check', timeoutMs: 30_000 },
+    );
+    console.log(
+      `ARS recovery: scale set ${oldId} deleted on the service, ${newId} created ${Date.now() - reportedAt} ms after the listener's report`,
+    );
+    expect(suite.sim.scaleSets().find((s) => s.name === name)?.id).toBe(newId);
   });
 });

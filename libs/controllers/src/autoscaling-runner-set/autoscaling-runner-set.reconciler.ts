@@ -85,6 +85,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       this.ctx.lastChecked.delete(key);
       this.credentialChange.forget(key);
       this.forgottenProtection.forget(key);
+      this.scaleSet.missingReports.forget(key);
       return done;
     }
     const callSignal = (): AbortSignal =>
