@@ -1,8 +1,8 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { AutoscalingRunnerSet } from '@aro/api';
-import { type Result, SecretKind, isNotFound } from '@aro/kube';
+import { type Result, SecretKind, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+import type { ScaleSetContext } from './runner-scale-set-context';
 
 /** How often a failing set looks at its credential Secret for a change while it backs off. */
 export const CREDENTIAL_RECHECK_MS = 2_000;
@@ -57,7 +57,7 @@ export class CredentialChangeWatch {
       secret: ars.spec.githubConfigSecret,
     });
     this.heldBack.delete(key);
-    this.ctx.failures.delete(key);
+    this.ctx.failures.forget(key);
     return undefined;
   }
 

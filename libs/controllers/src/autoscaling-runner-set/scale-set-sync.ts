@@ -1,7 +1,6 @@
 import { Annotations, AutoscalingRunnerSet, AutoscalingRunnerSetKind, ScaleSetReasons } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
 import type { Logger } from '@aro/observability';
-import { githubUrlLabels } from '../ephemeral-runner-set/scale-set-common';
 import { runnerGroupName, scaleSetIdOf, scaleSetName } from './runner-scale-set-resources';
 import {
   findOrCreateScaleSet,
@@ -11,6 +10,7 @@ import {
 } from './scale-set-registration';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import { ScaleSetMissingReports } from './scale-set-missing';
+import { githubUrlLabels } from '../shared/scale-set-labels';
 
 export class ScaleSetSync {
   /** The listener's reports of a scale set gone from the service (scale-set-missing.ts). */

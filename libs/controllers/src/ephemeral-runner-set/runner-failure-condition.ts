@@ -1,6 +1,6 @@
 import type { EphemeralRunner, EphemeralRunnerSet, ScaleSetCondition } from '@aro/api';
 import type { RunnersByState } from './runner-states';
-import { findCondition, setCondition } from './scale-set-common';
+import { findCondition, setCondition } from '../shared/conditions';
 
 /**
  * The condition type on EphemeralRunnerSets and AutoscalingRunnerSets that says whether their runners

@@ -1,9 +1,10 @@
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, type ResourceKind, hasJob } from '@aro/api';
-import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound } from '@aro/kube';
+import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
-import { type RunnerContext, describe, done, runnerKey } from './reconciler-context';
+import { type RunnerContext, runnerKey } from './reconciler-context';
+import { describeError } from '../shared/describe-error';
 import type { RunnerStatusWriter } from './status-writer';
 
 /** On a runner pod while its runner executes a job: what the busy-runner PodDisruptionBudget selects. */
@@ -153,7 +154,7 @@ export class EvictionProtection {
     } catch (err) {
       // Gone, or replaced by a pod of the same name (the UID precondition): the next pass sees that one.
       if (isNotFound(err) || isConflict(err)) return;
-      throw new Error(`failed to mark the busy runner's pod as not to be evicted: ${describe(err)}`, {
+      throw new Error(`failed to mark the busy runner's pod as not to be evicted: ${describeError(err)}`, {
         cause: err,
       });
     }
@@ -175,7 +176,7 @@ export class EvictionProtection {
     } catch (err) {
       if (!isAlreadyExists(err)) {
         throw new Error(
-          `failed to create PodDisruptionBudget ${namespace}/${BUSY_RUNNERS_PDB_NAME}: ${describe(err)}`,
+          `failed to create PodDisruptionBudget ${namespace}/${BUSY_RUNNERS_PDB_NAME}: ${describeError(err)}`,
           { cause: err },
         );
       }

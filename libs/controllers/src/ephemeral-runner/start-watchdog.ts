@@ -1,10 +1,10 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
-import type { Result } from '@aro/kube';
+import { type Result, done, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { RunnerFinalization } from './finalize';
 import { isBeingDeleted } from './pod-state';
-import { type RunnerContext, done, requeueAfter } from './reconciler-context';
+import type { RunnerContext } from './reconciler-context';
 import type { RunnerStatusWriter } from './status-writer';
 
 /** How long a runner pod may take to reach Running before the watchdog fails the runner. */
