@@ -1,13 +1,16 @@
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { AutoscalingRunnerSet, AutoscalingRunnerSetKind } from '@aro/api';
 import { EventKind } from '@aro/kube';
 import { RUNNERS_HEALTHY_CONDITION } from '@aro/controllers';
 import { runnerContainerRunning, setPodStatus, waitFor } from '../../harness';
 import {
+  GITHUB_SECRET,
   ScaleSetFixture,
   createRunnerSet,
   createScaleSetOnService,
   live,
   runnerPod,
+  runnerPodTemplate,
   scaleSetSuite,
   uniqueName,
 } from './fixture';
@@ -93,5 +96,45 @@ describe('EphemeralRunnerSet with runners that never start', () => {
       { timeoutMs: 60_000, description: 'RunnersHealthy True once a runner is ready' },
     );
     expect(healthy.reason).toBe('RunnerReady');
+  });
+
+  it('shows RunnersHealthy on the AutoscalingRunnerSet too, so kubectl describe ars names what to fix', async () => {
+    f = await suite.start({ runnerSet: { failedRunnerBackoffBaseMs: 500, failedRunnerBackoffMaxMs: 2_000 } });
+    const name = uniqueName('ars-start');
+    await f.kube.create<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, {
+      apiVersion: 'actions.github.com/v1alpha1',
+      kind: 'AutoscalingRunnerSet',
+      metadata: { name, namespace: f.namespace },
+      spec: {
+        githubConfigUrl: f.configUrl,
+        githubConfigSecret: GITHUB_SECRET,
+        maxRunners: 2,
+        minRunners: 0,
+        template: { spec: runnerPodTemplate() },
+      },
+    });
+    await waitFor(async () => (await f.runnerSet(name)) !== undefined, {
+      description: 'its EphemeralRunnerSet',
+    });
+    await f.scale(name, 1, 1);
+    const refused = new Set<string>();
+    const condition = await waitFor(
+      async () => {
+        for (const runner of live(await f.runners(name))) {
+          const pod = await runnerPod(f, runner.metadata!.name!);
+          const uid = pod?.metadata?.uid;
+          if (!pod || !uid || refused.has(uid)) continue;
+          refused.add(uid);
+          await setPodStatus(f.namespace, pod.metadata!.name!, invalidImage).catch(() => refused.delete(uid));
+        }
+        const ars = await f.read<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, name);
+        return ars?.status?.conditions?.find(
+          (c) => c.type === RUNNERS_HEALTHY_CONDITION && c.status === 'False',
+        );
+      },
+      { timeoutMs: 60_000, description: 'RunnersHealthy False on the AutoscalingRunnerSet' },
+    );
+    expect(condition.reason).toBe('InvalidImageName');
+    expect(condition.message).toMatch(/runners? failed with InvalidImageName/);
   });
 });
