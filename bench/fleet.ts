@@ -11,6 +11,8 @@
  * because apiserver_request_total has no user label and the benchmark's own requests would blur it.
  * Memory and CPU are read from /proc for the controller's pid: its RSS is its own, not the benchmark's.
  * `--idle N` adds a second mode: a burst of `--burst` runners while N runners sit idle (informers full).
+ * `--scale-sets 1,5,20` measures the listeners instead: N scale sets, one process each and one shared
+ * process (bench/listeners.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -35,6 +37,7 @@ import {
 import { CRD_PATHS } from '../test/harness/global-setup';
 import { type IdleResult, type SizeResult, parseArgs, report } from './fleet-report';
 import { HeapSampler } from './heap-sampler';
+import { runListenerBench } from './listeners';
 
 const root = resolve(__dirname, '..');
 const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
@@ -244,6 +247,8 @@ class Bench {
 }
 
 async function main(): Promise<void> {
+  // `--scale-sets N,M`: the listeners' fleet (bench/listeners.ts), not the controller's runners.
+  if (process.argv.includes('--scale-sets')) return runListenerBench(process.argv.slice(2));
   const args = parseArgs(process.argv.slice(2));
   if (!existsSync(controllerMain)) {
     throw new Error(`${controllerMain} is missing: run \`npm run build\` first (\`npm run bench\` does)`);

@@ -1,10 +1,9 @@
-import type { AddressInfo } from 'node:net';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { NestLoggerAdapter } from '@aro/observability';
 import { ListenerAppModule, ListenerAppOptions } from './listener-app.module';
+import { ProbeServer } from './probe-server';
 import { ScaleSetListener } from './scale-set-listener';
 
 export interface StartedListener {
@@ -17,8 +16,9 @@ export interface StartedListener {
 }
 
 /**
- * Creates the listener app, serves metrics and probes on `metrics_addr` (unless it is empty or `0`),
- * then starts the poll loop. main.ts runs it as the process; tests run it in-process.
+ * Creates the listener app (a Nest application context: no HTTP framework), serves metrics and
+ * probes on `metrics_addr` (unless it is empty or `0`), then starts the poll loop. main.ts runs it as
+ * the process; tests run it in-process.
  */
 export async function startListenerApp(options: ListenerAppOptions): Promise<StartedListener> {
   const { config, logger } = options;
@@ -26,32 +26,43 @@ export async function startListenerApp(options: ListenerAppOptions): Promise<Sta
   // client's and the process's, and two listeners in one process (tests) do not collide.
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const module = ListenerAppModule.forRoot(options, registry);
   // The same adapter the controller uses; made here because Nest logs before its injector exists.
-  const nestLogger = new NestLoggerAdapter(logger);
-  let app: INestApplicationContext;
-  let port: number | undefined;
-  if (config.serve) {
-    const http = await NestFactory.create<NestExpressApplication>(module, { logger: nestLogger });
-    http.getHttpAdapter().get(config.metricsEndpoint, (_req: unknown, res: MetricsResponse) => {
-      registry.metrics().then(
-        (body) => res.setHeader('Content-Type', registry.contentType).status(200).send(body),
-        (err: unknown) => res.status(500).send(String(err)),
-      );
-    });
-    await http.listen(config.serve.port, config.serve.host);
-    port = (http.getHttpServer().address() as AddressInfo).port;
-    app = http;
-  } else {
-    app = await NestFactory.createApplicationContext(module, { logger: nestLogger });
-  }
+  const app = await NestFactory.createApplicationContext(ListenerAppModule.forRoot(options, registry), {
+    logger: new NestLoggerAdapter(logger),
+  });
   const listener = app.get(ScaleSetListener);
+  const probes = new ProbeServer({
+    registry,
+    metricsEndpoint: config.metricsEndpoint,
+    logger,
+    probes: {
+      liveness: () => {
+        const h = listener.health();
+        return {
+          up: h.healthy,
+          details: h.healthy ? { sinceLastCycleMs: h.sinceLastCycleMs } : { reason: h.reason },
+        };
+      },
+      readiness: () => {
+        const state = listener.session.state;
+        return listener.isReady()
+          ? { up: true, details: { state } }
+          : { up: false, details: { state, reason: 'no message session is open' } };
+      },
+    },
+  });
+  let port: number | undefined;
+  try {
+    if (config.serve) port = await probes.listen(config.serve);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   listener.start();
-  return { app, listener, registry, port, close: () => app.close() };
-}
-
-interface MetricsResponse {
-  setHeader(name: string, value: string): MetricsResponse;
-  status(code: number): MetricsResponse;
-  send(body: string): void;
+  // The listener stops first (its session is deleted while the probes still answer), then the server.
+  const close = async (): Promise<void> => {
+    await app.close();
+    await probes.close();
+  };
+  return { app, listener, registry, port, close };
 }

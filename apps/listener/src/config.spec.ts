@@ -83,6 +83,10 @@ describe('listener config', () => {
     [{ ...base, log_level: 'verbose' }, 'log_level'],
     [{ ...base, metrics_addr: 'localhost' }, 'metrics_addr'],
     [{ ...base, metrics_endpoint: 'metrics' }, 'metrics_endpoint'],
+    [{ ...base, max_runners: '10' }, 'max_runners: must be an integer'],
+    [{ ...base, metrics: { gauges: { gha_busy_runners: {} } } }, 'metrics.gauges.gha_busy_runners.labels'],
+    [{ ...base, proxy: { no_proxy: '.corp' } }, 'proxy.no_proxy'],
+    [[base], '(config): must be a JSON object'],
   ])('refuses a bad config naming the field (%#)', (input, field) => {
     expect(problems(input)).toContain(field);
   });

@@ -1,7 +1,7 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsConfig } from '@aro/api';
 import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
-import type { Logger } from '@aro/observability';
+import { type Logger, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '@aro/observability';
 import { parseWorkflowRef } from './workflow-ref';
 
 /** Upstream's label keys (cmd/ghalistener/metrics); a metric carries the subset its config names. */
@@ -134,7 +134,7 @@ export class GhaMetrics {
       const labels = cfg.labels as GhaLabel[];
       this.gauges.set(name, {
         labels,
-        metric: new Gauge({ name, help: help[name], labelNames: labels, registers: [o.registry] }),
+        metric: getOrCreateGauge(o.registry, { name, help: help[name], labelNames: labels }),
       });
     }
     for (const [name, cfg] of Object.entries(config.counters ?? {})) {
@@ -142,7 +142,7 @@ export class GhaMetrics {
       const labels = cfg.labels as GhaLabel[];
       this.counters.set(name, {
         labels,
-        metric: new Counter({ name, help: help[name], labelNames: labels, registers: [o.registry] }),
+        metric: getOrCreateCounter(o.registry, { name, help: help[name], labelNames: labels }),
       });
     }
     for (const [name, cfg] of Object.entries(config.histograms ?? {})) {
@@ -151,15 +151,17 @@ export class GhaMetrics {
       const buckets = cfg.buckets && cfg.buckets.length > 0 ? cfg.buckets : defaultRuntimeBuckets;
       this.histograms.set(name, {
         labels,
-        metric: new Histogram({
-          name,
-          help: help[name],
-          labelNames: labels,
-          buckets,
-          registers: [o.registry],
-        }),
+        metric: getOrCreateHistogram(o.registry, { name, help: help[name], labelNames: labels, buckets }),
       });
     }
+  }
+
+  /**
+   * Drops the scale set's gauges (a shared listener stopped serving it). Job counters and histograms
+   * are labelled by job, not by scale set, and stay, as counters do.
+   */
+  forget(): void {
+    for (const f of this.gauges.values()) f.metric.remove(this.pick(f.labels, this.scaleSet));
   }
 
   recordStatic(minRunners: number, maxRunners: number): void {

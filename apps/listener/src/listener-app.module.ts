@@ -1,11 +1,9 @@
 import { BeforeApplicationShutdown, DynamicModule, Inject, Injectable, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
-import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import type { Clock } from '@aro/kube';
-import { Logger, ObservabilityModule } from '@aro/observability';
+import type { Clock, KubeConfigSource } from '@aro/kube';
+import { LOGGER, Logger, ObservabilityModule } from '@aro/observability';
 import type { LoadedListenerConfig } from './config';
-import { HealthController } from './health.controller';
+import { loadListenerKubeConfig } from './kube-config';
 import { ScaleSetListener, ScaleSetListenerOptions } from './scale-set-listener';
 import type { ListenerTuning } from './tuning';
 
@@ -13,26 +11,19 @@ export interface ListenerAppOptions {
   config: LoadedListenerConfig;
   logger: Logger;
   /** A kubeconfig to use instead of KUBECONFIG / in-cluster (tests). */
-  kubeConfig?: KubeConfig;
+  kubeConfig?: KubeConfigSource;
   tuning?: Partial<ListenerTuning>;
   owner?: string;
   clock?: Clock;
   onLoopExit?: ScaleSetListenerOptions['onLoopExit'];
 }
 
-/**
- * In the pod: the ServiceAccount's token (in-cluster). Elsewhere (tests, the sandbox): KUBECONFIG, or
- * ~/.kube/config.
- */
-export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
-  const kc = new KubeConfig();
-  if (env.KUBECONFIG) kc.loadFromFile(env.KUBECONFIG);
-  else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
+/** The options the app was started with, for the factories below. */
+export const LISTENER_APP_OPTIONS = Symbol('aro.listenerAppOptions');
+/** The kubeconfig the listener's Kubernetes clients use (KUBECONFIG, in-cluster, or the tests'). */
+export const LISTENER_KUBE_CONFIG = Symbol('aro.listenerKubeConfig');
 
-/** Stops the listener (loop, bookkeeping, session delete) while the probes still answer. */
+/** Stops the listener (loop, bookkeeping, session delete) before the app's HTTP server closes. */
 @Injectable()
 class ListenerLifecycle implements BeforeApplicationShutdown {
   constructor(@Inject(ScaleSetListener) private readonly listener: ScaleSetListener) {}
@@ -43,31 +34,41 @@ class ListenerLifecycle implements BeforeApplicationShutdown {
 }
 
 /**
- * The listener app: Observability (logger, the listener's own metrics registry), the scale set's
- * listener (Actions client, Kubernetes clients without leader election: one pod per scale set), and
- * the probes. The loop is started by bootstrap after the HTTP server listens.
+ * The listener app: Observability (logger, the listener's own metrics registry) and the scale set's
+ * listener, built by the injector from the options, the kubeconfig and the registry (Actions client,
+ * Kubernetes clients without leader election: one pod per scale set). bootstrap serves the probes
+ * and starts the loop once the app is created.
  */
 @Module({})
 export class ListenerAppModule {
   static forRoot(options: ListenerAppOptions, registry: Registry): DynamicModule {
-    const listener = new ScaleSetListener({
-      config: options.config,
-      logger: options.logger,
-      registry,
-      kubeConfig: options.kubeConfig ?? loadKubeConfig(),
-      tuning: options.tuning,
-      owner: options.owner,
-      clock: options.clock,
-      onLoopExit: options.onLoopExit,
-    });
     return {
       module: ListenerAppModule,
-      imports: [
-        ObservabilityModule.forRoot({ logger: options.logger, registry }),
-        TerminusModule.forRoot({ logger: false }),
+      imports: [ObservabilityModule.forRoot({ logger: options.logger, registry })],
+      providers: [
+        { provide: LISTENER_APP_OPTIONS, useValue: options },
+        {
+          provide: LISTENER_KUBE_CONFIG,
+          useFactory: (): KubeConfigSource | Promise<KubeConfigSource> =>
+            options.kubeConfig ?? loadListenerKubeConfig(),
+        },
+        {
+          provide: ScaleSetListener,
+          inject: [LISTENER_APP_OPTIONS, LISTENER_KUBE_CONFIG, Registry, LOGGER],
+          useFactory: (o: ListenerAppOptions, kubeConfig: KubeConfigSource, reg: Registry, logger: Logger) =>
+            new ScaleSetListener({
+              config: o.config,
+              logger,
+              registry: reg,
+              kubeConfig,
+              tuning: o.tuning,
+              owner: o.owner,
+              clock: o.clock,
+              onLoopExit: o.onLoopExit,
+            }),
+        },
+        ListenerLifecycle,
       ],
-      controllers: [HealthController],
-      providers: [{ provide: ScaleSetListener, useValue: listener }, ListenerLifecycle],
       exports: [ScaleSetListener],
     };
   }

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { createLogger } from '@aro/observability';
 import { startListenerApp, StartedListener } from './bootstrap';
 import { ConfigError, LoadedListenerConfig, loadListenerConfig } from './config';
+import { runShared } from './shared/run-shared';
 
 /**
  * The listener process (`aro-listener`): reads LISTENER_CONFIG_PATH, runs until SIGTERM/SIGINT, then
@@ -63,7 +64,19 @@ async function main(): Promise<void> {
   logger.info('Listening for jobs', { port: started.port, metricsEndpoint: config.metricsEndpoint });
 }
 
-main().catch((err: unknown) => {
+/** LISTENER_MODE=shared serves many scale sets (shared/run-shared.ts); one per process otherwise. */
+function run(): Promise<void> {
+  if (process.env.LISTENER_MODE !== 'shared') return main();
+  return runShared(process.env).catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  });
+}
+
+run().catch((err: unknown) => {
   console.error('aro-listener failed to start:', err instanceof Error ? (err.stack ?? err.message) : err);
   process.exit(1);
 });

@@ -16,6 +16,7 @@ import { JobBookkeeping } from './job-bookkeeping';
 import { ListenerMetrics } from './listener-metrics';
 import { PollLoop, QueueApi } from './poll-loop';
 import { PatchClient, Scaler } from './scaler';
+import { EphemeralRunnerSetScaling } from './scaling';
 import { MessageSession, SessionApi } from './session';
 
 const zero = '0001-01-01T00:00:00Z';
@@ -199,20 +200,24 @@ function setup(maxRunners = 10, minRunners = 0, bookkeeping = { qps: 1000, burst
   });
   const scaler = new Scaler(kube, { namespace: 'ns', name: 'set', minRunners, maxRunners, logger });
   const books = new JobBookkeeping(kube, { namespace: 'ns', logger, clock, ...bookkeeping });
+  const metrics = new ListenerMetrics(registry);
   const loop = new PollLoop({
     scaleSetId: 1,
     scaleSetName: 'set',
     maxRunners,
     api: actions,
     session,
-    scaler,
-    bookkeeping: books,
-    gha: new GhaMetrics({
-      registry,
-      logger,
-      scaleSet: { name: 'set', namespace: 'ns', enterprise: '', organization: 'octo', repository: '' },
+    scaling: new EphemeralRunnerSetScaling({
+      scaler,
+      bookkeeping: books,
+      gha: new GhaMetrics({
+        registry,
+        logger,
+        scaleSet: { name: 'set', namespace: 'ns', enterprise: '', organization: 'octo', repository: '' },
+      }),
+      metrics,
     }),
-    metrics: new ListenerMetrics(registry),
+    metrics,
     clock,
     logger,
     backoff: defaultBackoffPolicies,

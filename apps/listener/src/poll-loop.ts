@@ -11,11 +11,9 @@ import {
 import { Clock, sleep } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { Backoff, BackoffPolicies, FailureKind, classifyFailure } from './failures';
-import type { GhaMetrics } from './gha-metrics';
 import { JobAcquirer } from './job-acquirer';
-import type { JobBookkeeping } from './job-bookkeeping';
 import type { ListenerMetrics } from './listener-metrics';
-import type { Scaler } from './scaler';
+import type { ScalingPort } from './scaling';
 import type { MessageSession } from './session';
 
 /** The message-queue calls of the Actions client (ActionsServiceClient satisfies it). */
@@ -48,9 +46,8 @@ export interface PollLoopOptions {
   maxRunners: number;
   api: QueueApi;
   session: MessageSession;
-  scaler: Scaler;
-  bookkeeping: JobBookkeeping;
-  gha: GhaMetrics;
+  /** The scale set's side: desired count, started and completed jobs. */
+  scaling: ScalingPort;
   metrics: ListenerMetrics;
   clock: Clock;
   logger: Logger;
@@ -85,8 +82,8 @@ export class PollLoop {
     this.acquirer = new JobAcquirer({
       maxRunners: o.maxRunners,
       logger: o.logger,
-      onAcquired: (n) => o.metrics.jobsAcquired.inc(n),
-      onNotAcquired: (reason, n) => o.metrics.jobsNotAcquired.inc({ reason }, n),
+      onAcquired: (n) => o.metrics.jobsAcquired(n),
+      onNotAcquired: (reason, n) => o.metrics.jobsNotAcquired(reason, n),
     });
   }
 
@@ -98,17 +95,14 @@ export class PollLoop {
     // The first iteration opens the session (and scales to its statistics): see cycle().
     while (!signal.aborted) {
       const result = await this.guard(signal, () => this.cycle(signal));
-      this.o.metrics.pollCycles.inc({ result: result ?? 'failed' });
+      this.o.metrics.pollCycle(result ?? 'failed');
       this.o.onCycle?.();
     }
   }
 
   /** A new session's statistics are the service's view as of now: scale to them at once. */
   private async adoptSession(session: RunnerScaleSetSession): Promise<void> {
-    if (session.statistics) {
-      this.latestStats = session.statistics;
-      this.o.gha.recordStatistics(session.statistics);
-    }
+    if (session.statistics) this.latestStats = session.statistics;
     this.o.logger.info('Scaling to the session statistics', {
       assignedJobs: this.latestStats?.totalAssignedJobs ?? 0,
       lastMessageId: this.lastMessageIdValue,
@@ -128,13 +122,12 @@ export class PollLoop {
     // The first session, or a replacement that could not be opened in recovery (open() waits out
     // conflicts and failures by itself; it only ends early on shutdown).
     if (this.o.session.state !== 'open') await this.adoptSession(await this.o.session.open(signal));
-    if (this.o.scaler.hasPending) await this.patchScale(() => this.o.scaler.flushPending());
+    await this.o.scaling.flush();
     if (this.acquirer.pendingRetries > 0) await this.acquire([], signal);
     if (this.o.session.refreshDue()) await this.refreshSession(signal);
-    const s = this.o.session.session;
     const message = await this.o.api.getMessage(
-      s.messageQueueUrl,
-      s.messageQueueAccessToken,
+      this.o.session.queueUrl,
+      this.o.session.queueToken,
       this.lastMessageIdValue,
       this.o.maxRunners,
       { signal },
@@ -155,11 +148,8 @@ export class PollLoop {
       return;
     }
     this.lastMessageIdValue = id;
-    this.o.metrics.messages.inc();
-    if (message.statistics) {
-      this.latestStats = message.statistics;
-      this.o.gha.recordStatistics(message.statistics);
-    }
+    this.o.metrics.message();
+    if (message.statistics) this.latestStats = message.statistics;
     let jobs: ReturnType<typeof parseJobMessages> = [];
     try {
       jobs = parseJobMessages(message);
@@ -177,15 +167,7 @@ export class PollLoop {
       completed: completed.length,
       assignedJobs: this.latestStats?.totalAssignedJobs,
     });
-    for (const job of started) {
-      this.o.gha.recordJobStarted(job);
-      this.o.scaler.markJobEvent();
-      this.o.bookkeeping.record(job);
-    }
-    for (const job of completed) {
-      this.o.gha.recordJobCompleted(job);
-      this.o.scaler.markJobEvent();
-    }
+    this.o.scaling.jobsChanged(started, completed);
     // Scale before acquiring: the desired count comes from the service's statistics, and the runners it
     // asks for should not wait on an acquire call (the next message's statistics count what it takes).
     await this.scale();
@@ -195,10 +177,7 @@ export class PollLoop {
   private async onEmptyPoll(signal: AbortSignal): Promise<void> {
     try {
       const scaleSet = await this.o.api.getRunnerScaleSetById(this.o.scaleSetId, { signal });
-      if (scaleSet.statistics) {
-        this.latestStats = scaleSet.statistics;
-        this.o.gha.recordStatistics(scaleSet.statistics);
-      }
+      if (scaleSet.statistics) this.latestStats = scaleSet.statistics;
     } catch (err) {
       if (signal.aborted) throw err;
       // Only the gauges' freshness depends on it; the last statistics still decide the count.
@@ -218,7 +197,7 @@ export class PollLoop {
   private async acknowledge(messageId: number, signal: AbortSignal): Promise<void> {
     try {
       await this.withQueueToken(signal, (token) =>
-        this.o.api.deleteMessage(this.o.session.session.messageQueueUrl, token, messageId, { signal }),
+        this.o.api.deleteMessage(this.o.session.queueUrl, token, messageId, { signal }),
       );
     } catch (err) {
       if (signal.aborted) throw err;
@@ -234,28 +213,17 @@ export class PollLoop {
   /** Runs a queue-token call; on 401 refreshes the session and runs it once more, as the Go client. */
   private async withQueueToken<T>(signal: AbortSignal, call: (token: string) => Promise<T>): Promise<T> {
     try {
-      return await call(this.o.session.session.messageQueueAccessToken);
+      return await call(this.o.session.queueToken);
     } catch (err) {
       if (classifyFailure(err) !== 'queue-token-expired') throw err;
       this.o.metrics.failure('queue-token-expired');
       await this.refreshSession(signal);
-      return call(this.o.session.session.messageQueueAccessToken);
+      return call(this.o.session.queueToken);
     }
   }
 
-  private async scale(): Promise<void> {
-    const assigned = this.latestStats?.totalAssignedJobs ?? 0;
-    await this.patchScale(() => this.o.scaler.setDesired(assigned));
-  }
-
-  private async patchScale(write: () => Promise<unknown>): Promise<void> {
-    try {
-      await write();
-      this.o.metrics.scalePatches.inc({ result: 'success' });
-    } catch (err) {
-      this.o.metrics.scalePatches.inc({ result: 'error' });
-      throw err;
-    }
+  private scale(): Promise<void> {
+    return this.o.scaling.scale(this.latestStats);
   }
 
   /**

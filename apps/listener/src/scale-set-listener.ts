@@ -1,15 +1,15 @@
 import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import { ActionsServiceClient, parseGitHubConfigUrl, userAgentFor } from '@aro/actions';
-import { Clock, KubeClient, systemClock } from '@aro/kube';
+import { Clock, KubeClient, type KubeConfigSource, systemClock } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { LoadedListenerConfig } from './config';
 import { GhaMetrics } from './gha-metrics';
 import { JobBookkeeping } from './job-bookkeeping';
 import { ListenerMetrics } from './listener-metrics';
 import { PollLoop, QueueApi } from './poll-loop';
 import { PatchClient, Scaler } from './scaler';
+import { EphemeralRunnerSetScaling } from './scaling';
 import { MessageSession, SessionApi } from './session';
 import { ListenerTuning, resolveTuning } from './tuning';
 
@@ -17,13 +17,22 @@ export interface ScaleSetListenerOptions {
   config: LoadedListenerConfig;
   logger: Logger;
   registry: Registry;
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeConfigSource;
+  /**
+   * Shared mode: this listener is one of several in the process, so ARO's own series carry the
+   * EphemeralRunnerSet's `name` and `namespace` (upstream's gha_* gauges always do).
+   */
+  shared?: boolean;
   tuning?: Partial<ListenerTuning>;
   /** The session's owner on the service; the pod name (the hostname) by default. */
   owner?: string;
   clock?: Clock;
   /** Seams for the unit tests; the real clients are built from the config otherwise. */
   actions?: SessionApi & QueueApi & { close?(): Promise<void> };
+  /**
+   * The Kubernetes clients, when the caller owns them (shared mode: one pair for every scale set of the
+   * process); built from `kubeConfig`, and closed on stop, otherwise.
+   */
   kube?: { scaling: PatchClient; bookkeeping: PatchClient };
   /** Called when the loop ends by itself (a bug: it only ends on stop()); main exits the process. */
   onLoopExit?: (err?: unknown) => void;
@@ -42,11 +51,10 @@ export interface ListenerHealth {
  */
 export class ScaleSetListener {
   readonly session: MessageSession;
-  readonly scaler: Scaler;
-  readonly bookkeeping: JobBookkeeping;
   readonly loop: PollLoop;
-  readonly metrics: ListenerMetrics;
-  readonly gha: GhaMetrics;
+  private readonly bookkeeping: JobBookkeeping;
+  private readonly metrics: ListenerMetrics;
+  private readonly gha: GhaMetrics;
   private readonly tuning: Required<ListenerTuning>;
   private readonly clock: Clock;
   private readonly actions: SessionApi & QueueApi & { close?(): Promise<void> };
@@ -62,7 +70,12 @@ export class ScaleSetListener {
     this.clock = o.clock ?? systemClock;
     this.lastProgressMs = this.clock.now();
     const log = logger.child({ scaleSet: config.scaleSetName, scaleSetId: config.scaleSetId });
-    this.metrics = new ListenerMetrics(registry);
+    this.metrics = new ListenerMetrics(
+      registry,
+      o.shared
+        ? { name: config.ephemeralRunnerSetName, namespace: config.ephemeralRunnerSetNamespace }
+        : undefined,
+    );
     const github = parseGitHubConfigUrl(config.configUrl);
     this.gha = new GhaMetrics({
       registry,
@@ -84,7 +97,8 @@ export class ScaleSetListener {
         credentials: config.credentials,
         proxy: config.proxy,
         rootCAs: config.rootCAs,
-        userAgent: userAgentFor('listener'),
+        // The component only: the client puts it after ARO's own User-Agent.
+        userAgent: 'listener',
         requestTimeoutMs: this.tuning.requestTimeoutMs,
         longPollTimeoutMs: this.tuning.longPollTimeoutMs,
         retry: { maxRetries: this.tuning.maxRetries },
@@ -95,7 +109,7 @@ export class ScaleSetListener {
       scaling: this.kubeClient('scaler'),
       bookkeeping: this.kubeClient('bookkeeping'),
     };
-    this.scaler = new Scaler(kube.scaling, {
+    const scaler = new Scaler(kube.scaling, {
       namespace: config.ephemeralRunnerSetNamespace,
       name: config.ephemeralRunnerSetName,
       minRunners: config.minRunners,
@@ -109,8 +123,8 @@ export class ScaleSetListener {
       qps: this.tuning.bookkeepingQps,
       burst: this.tuning.bookkeepingBurst,
       clock: this.clock,
-      onQueueDepth: (d) => this.metrics.runnerStatusQueueDepth.set(d),
-      onPatched: (result) => this.metrics.runnerStatusPatches.inc({ result }),
+      onQueueDepth: (d) => this.metrics.runnerStatusQueue(d),
+      onPatched: (result) => this.metrics.runnerStatusPatch(result),
     });
     this.session = new MessageSession(this.actions, {
       scaleSetId: config.scaleSetId,
@@ -120,9 +134,9 @@ export class ScaleSetListener {
       logger: log.child({ component: 'session' }),
       backoff: this.tuning.backoff,
       refreshMarginMs: this.tuning.queueTokenRefreshMarginMs,
-      onStateChange: (state) => this.metrics.sessionOpen.set(state === 'open' ? 1 : 0),
+      onStateChange: (state) => this.metrics.sessionState(state === 'open'),
       onCreateAttempt: (result) => {
-        this.metrics.sessionCreates.inc({ result });
+        this.metrics.sessionCreate(result);
         this.lastProgressMs = this.clock.now();
       },
       onScaleSetMissing: () => {
@@ -139,15 +153,23 @@ export class ScaleSetListener {
       maxRunners: config.maxRunners,
       api: this.actions,
       session: this.session,
-      scaler: this.scaler,
-      bookkeeping: this.bookkeeping,
-      gha: this.gha,
+      scaling: new EphemeralRunnerSetScaling({
+        scaler,
+        bookkeeping: this.bookkeeping,
+        gha: this.gha,
+        metrics: this.metrics,
+      }),
       metrics: this.metrics,
       clock: this.clock,
       logger: log.child({ component: 'loop' }),
       backoff: this.tuning.backoff,
       onCycle: () => (this.lastProgressMs = this.clock.now()),
     });
+  }
+
+  /** The config this listener runs with. */
+  get config(): LoadedListenerConfig {
+    return this.o.config;
   }
 
   start(): void {
@@ -199,6 +221,10 @@ export class ScaleSetListener {
     await this.session.close(deadline);
     await this.actions.close?.();
     for (const c of this.kubeClients) c.close();
+    if (this.o.shared) {
+      this.gha.forget();
+      await this.metrics.forget();
+    }
   }
 
   private kubeClient(component: string): KubeClient {

@@ -93,6 +93,16 @@ export class MessageSession {
     return this.current?.sessionId;
   }
 
+  /** The open session's message queue; throws when there is none. */
+  get queueUrl(): string {
+    return this.session.messageQueueUrl;
+  }
+
+  /** The open session's queue token, as of the last create or refresh; throws when there is none. */
+  get queueToken(): string {
+    return this.session.messageQueueAccessToken;
+  }
+
   /**
    * Creates the session, waiting out conflicts and failures with backoff until it succeeds or `signal`
    * aborts (then it rejects with the abort reason). Resolves with the new session.

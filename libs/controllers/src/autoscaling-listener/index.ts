@@ -4,7 +4,7 @@ export {
   type AutoscalingListenerReconcilerOptions,
 } from './autoscaling-listener.reconciler';
 export { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
-export { ListenerMetrics } from './listener-metrics';
+export { ListenerControllerMetrics } from './listener-controller-metrics';
 export {
   buildConfigSecret,
   buildListenerPod,

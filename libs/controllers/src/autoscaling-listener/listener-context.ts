@@ -8,7 +8,7 @@ import { KubeObject, createOrReplace, exponentialBackoffMs, isNotFound, objectKe
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
-import type { ListenerMetrics } from './listener-metrics';
+import type { ListenerControllerMetrics } from './listener-controller-metrics';
 import { hashOf } from './listener-resources';
 import { describeError } from '../shared/describe-error';
 
@@ -42,7 +42,7 @@ export interface AutoscalingListenerReconcilerOptions {
 }
 
 export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
-  metrics?: ListenerMetrics;
+  metrics?: ListenerControllerMetrics;
 }
 
 export interface ListenerContext {

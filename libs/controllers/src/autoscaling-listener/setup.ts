@@ -14,7 +14,7 @@ import {
   AutoscalingListenerReconciler,
   type AutoscalingListenerReconcilerOptions,
 } from './autoscaling-listener.reconciler';
-import { ListenerMetrics } from './listener-metrics';
+import { ListenerControllerMetrics } from './listener-controller-metrics';
 
 export interface AutoscalingListenerControllerConfig extends AutoscalingListenerReconcilerOptions {
   maxConcurrentReconciles?: number;
@@ -37,7 +37,7 @@ export function setupAutoscalingListenerController(
   parts: ControllerParts,
   config: AutoscalingListenerControllerConfig = {},
 ): AutoscalingListenerReconciler {
-  const metrics = new ListenerMetrics(parts.registry ?? metricsRegistry());
+  const metrics = new ListenerControllerMetrics(parts.registry ?? metricsRegistry());
   const reconciler = new AutoscalingListenerReconciler(
     { ...scaleSetReconcilerDeps(parts, config.events), metrics },
     config,

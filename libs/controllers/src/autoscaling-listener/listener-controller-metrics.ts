@@ -6,11 +6,12 @@ import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from '../shared/scale-s
 type Label = (typeof SCALE_SET_METRIC_LABELS)[number];
 
 /**
- * Upstream's `gha_controller_running_listeners`: 1 while a scale set's listener container runs, else 0.
+ * The AutoscalingListener controller's metrics about listeners (the listener process has its own
+ * `ListenerMetrics`, apps/listener). Upstream's `gha_controller_running_listeners`: 1 while a scale set's listener container runs, else 0.
  * And ARO's `aro_listener_config_builds_total{reason}`: each build reads the credential Secret live,
  * so this counts those reads and says why they happened.
  */
-export class ListenerMetrics {
+export class ListenerControllerMetrics {
   private readonly running: Gauge<Label>;
   private readonly configBuilds: Counter<'reason'>;
   private readonly labelsByListener = new Map<string, ScaleSetMetricLabels>();

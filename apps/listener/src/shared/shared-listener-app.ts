@@ -1,0 +1,144 @@
+import {
+  BeforeApplicationShutdown,
+  DynamicModule,
+  Inject,
+  Injectable,
+  INestApplicationContext,
+  Module,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Clock, KubeConfigSource } from '@aro/kube';
+import { LOGGER, Logger, NestLoggerAdapter, ObservabilityModule } from '@aro/observability';
+import type { ServeAddress } from '../config';
+import { loadListenerKubeConfig } from '../kube-config';
+import { ProbeServer } from '../probe-server';
+import type { ListenerTuning } from '../tuning';
+import { ConfigDirectory } from './config-directory';
+import { SharedListenerHost } from './shared-listener-host';
+
+export interface SharedListenerAppOptions {
+  /** Where the scale sets' config.json files are (see ConfigDirectory). */
+  configDir: string;
+  /** How often the directory is read again for added, changed and removed scale sets. */
+  rescanMs: number;
+  logger: Logger;
+  /** Metrics and probes; undefined disables them. */
+  serve?: ServeAddress;
+  metricsEndpoint: string;
+  owner: string;
+  kubeConfig?: KubeConfigSource;
+  tuning?: Partial<ListenerTuning>;
+  clock?: Clock;
+}
+
+const SHARED_OPTIONS = Symbol('aro.sharedListenerOptions');
+const SHARED_KUBE_CONFIG = Symbol('aro.sharedListenerKubeConfig');
+
+/** Stops every scale set's listener (each deletes its session) when the app closes. */
+@Injectable()
+class SharedListenerLifecycle implements BeforeApplicationShutdown {
+  constructor(@Inject(SharedListenerHost) private readonly host: SharedListenerHost) {}
+
+  beforeApplicationShutdown(): Promise<void> {
+    return this.host.stop();
+  }
+}
+
+/** The shared listener app: Observability and the host of every scale set's listener, built by the injector. */
+@Module({})
+export class SharedListenerAppModule {
+  static forRoot(options: SharedListenerAppOptions, registry: Registry): DynamicModule {
+    return {
+      module: SharedListenerAppModule,
+      imports: [ObservabilityModule.forRoot({ logger: options.logger, registry })],
+      providers: [
+        { provide: SHARED_OPTIONS, useValue: options },
+        {
+          provide: SHARED_KUBE_CONFIG,
+          useFactory: (): KubeConfigSource | Promise<KubeConfigSource> =>
+            options.kubeConfig ?? loadListenerKubeConfig(),
+        },
+        {
+          provide: SharedListenerHost,
+          inject: [SHARED_OPTIONS, SHARED_KUBE_CONFIG, Registry, LOGGER],
+          useFactory: (
+            o: SharedListenerAppOptions,
+            kubeConfig: KubeConfigSource,
+            reg: Registry,
+            logger: Logger,
+          ) =>
+            new SharedListenerHost({
+              registry: reg,
+              logger,
+              kubeConfig,
+              tuning: o.tuning,
+              owner: o.owner,
+              clock: o.clock,
+            }),
+        },
+        SharedListenerLifecycle,
+      ],
+      exports: [SharedListenerHost],
+    };
+  }
+}
+
+export interface StartedSharedListener {
+  app: INestApplicationContext;
+  host: SharedListenerHost;
+  registry: Registry;
+  port?: number;
+  /** Reads the config directory now and applies it (the app also does so every `rescanMs`). */
+  rescan(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Creates the shared listener app, serves metrics and probes, and serves the directory's scale sets. */
+export async function startSharedListenerApp(
+  options: SharedListenerAppOptions,
+): Promise<StartedSharedListener> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const app = await NestFactory.createApplicationContext(SharedListenerAppModule.forRoot(options, registry), {
+    logger: new NestLoggerAdapter(options.logger),
+  });
+  const host = app.get(SharedListenerHost);
+  const directory = new ConfigDirectory(options.configDir, options.logger);
+  const probes = new ProbeServer({
+    registry,
+    metricsEndpoint: options.metricsEndpoint,
+    probes: host,
+    logger: options.logger,
+  });
+  let port: number | undefined;
+  try {
+    if (options.serve) port = await probes.listen(options.serve);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  const rescan = async (): Promise<void> => {
+    try {
+      await host.apply(directory.read());
+    } catch (err) {
+      // The directory itself is unreadable (a volume going away): keep serving what is served.
+      options.logger.error(
+        'Reading the listener config directory failed; serving what was read before',
+        err,
+        {
+          dir: options.configDir,
+        },
+      );
+    }
+  };
+  await rescan();
+  const timer = setInterval(() => void rescan(), options.rescanMs);
+  timer.unref();
+  const close = async (): Promise<void> => {
+    clearInterval(timer);
+    await app.close();
+    await probes.close();
+  };
+  return { app, host, registry, port, rescan, close };
+}

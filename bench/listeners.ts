@@ -1,0 +1,328 @@
+/**
+ * The listener's memory, measured as production runs it: the compiled app (`npm run build`) started
+ * through the image's entrypoint (`image/bin/aro-listener`, its Node flags included) against the
+ * Actions simulator. For N scale sets it starts one listener process per scale set and pushes a burst
+ * of jobs through each, playing the EphemeralRunnerSet controller (runners registered and connected as
+ * the listener's patches ask) on a stub apiserver that answers the listener's merge patches (the
+ * listener only ever patches: no reads, lists or watches). It prints each process's RSS at idle and at
+ * peak (VmHWM from /proc), the total, the marginal cost per scale set and the job wait (queued ->
+ * started); it asserts nothing.
+ *
+ *   npm run bench -- --scale-sets 1,5,20 [--jobs 50] [--mode per-pod|shared|both]
+ *   (or, once built: node -r @swc-node/register bench/listeners.ts --scale-sets ...)
+ *
+ * `per-pod` runs one process per scale set (the default deployment); `shared` one process for all of
+ * them (LISTENER_MODE=shared, every config in one directory).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { ListenerConfig } from '@aro/api';
+import { MultiClient } from '@aro/actions';
+import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../apps/simulator/src';
+import { percentile } from '../test/harness/stats';
+
+const root = resolve(__dirname, '..');
+const listenerEntrypoint = join(root, 'image/bin/aro-listener');
+
+type Mode = 'per-pod' | 'shared';
+
+interface Args {
+  scaleSets: number[];
+  modes: Mode[];
+  jobs: number;
+  jobDurationMs: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { scaleSets: [1], modes: ['per-pod', 'shared'], jobs: 50, jobDurationMs: 2_000 };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1] ?? '';
+    if (argv[i] === '--scale-sets')
+      args.scaleSets = value
+        .split(',')
+        .map(Number)
+        .filter((n) => n > 0);
+    else if (argv[i] === '--jobs') args.jobs = Number(value);
+    else if (argv[i] === '--mode') args.modes = value === 'both' ? ['per-pod', 'shared'] : [value as Mode];
+    else if (argv[i] === '--job-duration-ms') args.jobDurationMs = Number(value);
+    else throw new Error(`unknown argument ${argv[i]}; see the comment at the top of bench/listeners.ts`);
+    i++;
+  }
+  return args;
+}
+
+/** Resident and peak resident memory of a process, from /proc (KiB). */
+function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return {
+      rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
+      hwmKiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0),
+    };
+  } catch {
+    return { rssKiB: 0, hwmKiB: 0 };
+  }
+}
+
+/**
+ * The apiserver as the listener sees it: it answers every merge patch, and hands each EphemeralRunnerSet
+ * patch (namespace/name, replicas) to `onScale`.
+ */
+async function startStubApiserver(
+  onScale: (namespace: string, name: string, replicas: number) => void,
+): Promise<{ server: Server; url: string; patches: () => number }> {
+  let patches = 0;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      patches++;
+      const m = /\/namespaces\/([^/]+)\/ephemeralrunnersets\/([^/?]+)/.exec(req.url ?? '');
+      if (m && req.method === 'PATCH') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { spec?: { replicas?: number } };
+        if (typeof body.spec?.replicas === 'number') onScale(m[1], m[2], body.spec.replicas);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"apiVersion":"actions.github.com/v1alpha1","metadata":{}}');
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  return { server, url: `http://127.0.0.1:${port}`, patches: () => patches };
+}
+
+/** The EphemeralRunnerSet controller and the runners, as far as the listener can tell. */
+class RunnerPlayer {
+  private readonly desired = new Map<number, number>();
+  private readonly active = new Map<number, Set<string>>();
+  private seq = 0;
+  private readonly client;
+  private busy = Promise.resolve();
+
+  constructor(private readonly sim: RunningSimulator) {
+    this.client = new MultiClient({ retry: { maxRetries: 2 } }).getClientFor({
+      configUrl: sim.configUrl({ org: 'octo' }),
+      namespace: 'bench',
+      credentials: { kind: 'pat', token: DEFAULT_PAT },
+    });
+  }
+
+  scale(scaleSetId: number, replicas: number): void {
+    this.desired.set(scaleSetId, replicas);
+    this.busy = this.busy.then(() => this.converge(scaleSetId)).catch(() => undefined);
+  }
+
+  /** Exits the runners whose job completed (ephemeral: one job each), then tops each set up again. */
+  tick(): void {
+    for (const [id, names] of this.active) {
+      for (const name of names) {
+        const job = this.sim.jobs({ scaleSetId: id }).find((j) => j.runnerName === name);
+        if (job?.state === 'completed') {
+          this.sim.runnerExited(name, 0);
+          names.delete(name);
+        }
+      }
+    }
+    for (const id of this.desired.keys()) {
+      this.busy = this.busy.then(() => this.converge(id)).catch(() => undefined);
+    }
+  }
+
+  private async converge(scaleSetId: number): Promise<void> {
+    const names = this.active.get(scaleSetId) ?? new Set<string>();
+    this.active.set(scaleSetId, names);
+    while (names.size < (this.desired.get(scaleSetId) ?? 0)) {
+      const name = `runner-${scaleSetId}-${++this.seq}`;
+      await this.client.generateJitRunnerConfig({ name, workFolder: '_work' }, scaleSetId);
+      this.sim.runnerConnected(name);
+      names.add(name);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+interface ListenerProcess {
+  child: ChildProcess;
+  idle?: number;
+}
+
+async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args, dir: string) {
+  const scaleSetIds: number[] = [];
+  const setup = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
+    configUrl: sim.configUrl({ org: 'octo' }),
+    namespace: 'setup',
+    credentials: { kind: 'pat', token: DEFAULT_PAT },
+  });
+  const stamp = `${process.pid}-${Date.now()}`;
+  for (let i = 0; i < n; i++) {
+    const set = await setup.createRunnerScaleSet({ name: `bench-${stamp}-${i}`, runnerGroupId: 1 });
+    scaleSetIds.push(set.id);
+  }
+  await setup.close();
+  const player = new RunnerPlayer(sim);
+  const idByErs = new Map(scaleSetIds.map((id, i) => [`bench/ers-${i}`, id]));
+  const api = await startStubApiserver((ns, name, replicas) => {
+    const id = idByErs.get(`${ns}/${name}`);
+    if (id !== undefined) player.scale(id, replicas);
+  });
+  const kubeconfigPath = join(dir, `kubeconfig-${n}.json`);
+  writeFileSync(
+    kubeconfigPath,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'stub', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'listener', user: { token: 'bench' } }],
+      contexts: [{ name: 'stub', context: { cluster: 'stub', user: 'listener' } }],
+      'current-context': 'stub',
+    }),
+  );
+  const configDir = mkdtempSync(join(dir, `configs-${n}-${mode}-`));
+  const configPaths = scaleSetIds.map((id, i) => {
+    const config: ListenerConfig = {
+      configure_url: sim.configUrl({ org: 'octo' }),
+      github_token: DEFAULT_PAT,
+      ephemeral_runner_set_namespace: 'bench',
+      ephemeral_runner_set_name: `ers-${i}`,
+      min_runners: 0,
+      max_runners: args.jobs,
+      runner_scale_set_id: id,
+      runner_scale_set_name: `bench-${stamp}-${i}`,
+      metrics_addr: '127.0.0.1:0',
+      log_level: 'warn',
+    };
+    const configPath = join(configDir, `set-${i}.json`);
+    writeFileSync(configPath, JSON.stringify(config));
+    return configPath;
+  });
+  const spawnListener = (env: NodeJS.ProcessEnv): ListenerProcess => ({
+    child: spawn('sh', [listenerEntrypoint], {
+      env: { ...process.env, ARO_HOME: root, KUBECONFIG: kubeconfigPath, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
+  });
+  const listeners: ListenerProcess[] =
+    mode === 'shared'
+      ? [
+          spawnListener({
+            LISTENER_MODE: 'shared',
+            LISTENER_CONFIG_DIR: configDir,
+            LISTENER_METRICS_ADDR: '127.0.0.1:0',
+            LOG_LEVEL: 'warn',
+            POD_NAME: 'listener-shared',
+          }),
+        ]
+      : configPaths.map((path, i) =>
+          spawnListener({ LISTENER_CONFIG_PATH: path, POD_NAME: `listener-${i}` }),
+        );
+  try {
+    await waitUntil(
+      () => scaleSetIds.every((id) => sim.sessions().some((s) => s.scaleSetId === id)),
+      // Twenty Node processes starting at once on a busy 2-core machine take minutes.
+      120_000 + 15_000 * n,
+      'every listener to open its session',
+    );
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const l of listeners) l.idle = memoryOf(l.child.pid!).rssKiB;
+
+    const ticker = setInterval(() => player.tick(), 200);
+    const queued = new Map<string, number>();
+    for (const id of scaleSetIds) {
+      for (let j = 0; j < args.jobs; j++) {
+        const job = sim.enqueueJob({ scaleSetId: id, durationMs: args.jobDurationMs });
+        queued.set(job.jobId, Date.parse(job.queueTime));
+      }
+    }
+    const total = scaleSetIds.length * args.jobs;
+    const started = Date.now();
+    await waitUntil(
+      () => sim.jobs().filter((j) => queued.has(j.jobId) && j.state === 'completed').length === total,
+      600_000,
+      `${total} jobs to complete`,
+    );
+    const makespanMs = Date.now() - started;
+    clearInterval(ticker);
+    const waits = sim
+      .jobs()
+      .filter((j) => queued.has(j.jobId))
+      .map((j) => Date.parse(j.runnerAssignTime) - (queued.get(j.jobId) ?? 0))
+      .sort((a, b) => a - b);
+    const memory = listeners.map((l) => ({ idle: l.idle ?? 0, peak: memoryOf(l.child.pid!).hwmKiB }));
+    const mib = (kib: number) => kib / 1024;
+    return {
+      mode,
+      scaleSets: n,
+      processes: listeners.length,
+      jobs: total,
+      makespanS: makespanMs / 1000,
+      idleTotalMiB: mib(memory.reduce((s, m) => s + m.idle, 0)),
+      peakTotalMiB: mib(memory.reduce((s, m) => s + m.peak, 0)),
+      peakMaxMiB: mib(Math.max(...memory.map((m) => m.peak))),
+      waitP50Ms: percentile(waits, 50),
+      waitP95Ms: percentile(waits, 95),
+      kubePatchesPerJob: api.patches() / total,
+    };
+  } finally {
+    for (const l of listeners) if (l.child.exitCode === null) l.child.kill('SIGTERM');
+    await Promise.all(
+      listeners.map(
+        (l) => new Promise((done) => (l.child.exitCode !== null ? done(0) : l.child.once('exit', done))),
+      ),
+    );
+    api.server.close();
+    await player.close();
+  }
+}
+
+/** Runs the listener benchmark with `argv` (also `npm run bench -- --scale-sets ...`, see fleet.ts). */
+export async function runListenerBench(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  const sim = await startSimulator({
+    seed: { timing: { longPollTimeoutMs: 5_000, autoStartJobs: true, sessionIdleTimeoutMs: 120_000 } },
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'aro-bench-listeners-'));
+  const rows = [];
+  try {
+    for (const mode of args.modes) {
+      for (const n of args.scaleSets) {
+        const row = await runSize(sim, n, mode, args, dir);
+        rows.push(row);
+        console.log(JSON.stringify(row));
+      }
+    }
+  } finally {
+    await sim.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(
+    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | job wait p50/p95 (ms) | makespan (s) |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} |`,
+    );
+  }
+}
+
+if (require.main === module) {
+  runListenerBench(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
