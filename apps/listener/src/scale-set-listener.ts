@@ -140,7 +140,7 @@ export class ScaleSetListener {
         this.lastProgressMs = this.clock.now();
       },
       onScaleSetMissing: () => {
-        this.scaler.reportScaleSetMissing(config.scaleSetId).catch((err: unknown) =>
+        scaler.reportScaleSetMissing(config.scaleSetId).catch((err: unknown) =>
           log.warn('Could not tell the controller that the scale set is missing', {
             err: err instanceof Error ? err.message : String(err),
           }),
