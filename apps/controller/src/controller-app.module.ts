@@ -78,6 +78,8 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     terminatedPodGracePeriodSeconds: config.TERMINATED_POD_GRACE_PERIOD_SECONDS,
     maxFailures: config.MAX_POD_FAILURES,
     failureBackoffBaseMs: config.FAILURE_BACKOFF_BASE_SECONDS * 1000,
+    startTimeoutMs: config.RUNNER_START_TIMEOUT,
+    evictionProtection: config.BUSY_RUNNER_EVICTION_PROTECTION,
     events: config.EVENTS,
     now: options.now,
     ...overrides.ephemeralRunner,
