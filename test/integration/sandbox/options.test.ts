@@ -37,8 +37,17 @@ describe('sandbox options', () => {
     });
   });
 
+  // --keep with nothing queued: a person who wants to apply their own set need not wait for a workload.
+  it('takes --jobs 0, and a scale-set name as long as the chart allows', () => {
+    const longest = 'arc-runner-set-' + 'x'.repeat(30);
+    expect(parseSandboxOptions(['--jobs', '0', '--name', longest])).toMatchObject({ jobs: 0, name: longest });
+    expect(parseSandboxOptions([]).name).toBe('sandbox');
+  });
+
   it.each([
-    [['--jobs', '0'], '--jobs 0: must be a whole number above 0'],
+    [['--jobs', '-1'], '--jobs -1: must be a whole number, 0 or more'],
+    [['--name', 'a'.repeat(46)], `--name ${'a'.repeat(46)}: must be at most 45 lowercase letters`],
+    [['--name', 'Arc_Set'], '--name Arc_Set'],
     [['--jobs', 'many'], '--jobs many'],
     [['--rate=-1'], '--rate -1: must be a number above 0'],
     [['--fail-share', '1.5'], '--fail-share 1.5: must be between 0 and 1'],
