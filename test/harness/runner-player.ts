@@ -87,6 +87,8 @@ export class RunnerPlayer {
   readonly outcomes = new Map<string, RunnerOutcome>();
   /** Errors met while playing (a pod that could not be moved, a service call refused), newest last. */
   readonly errors: string[] = [];
+  /** Runners whose pod was deleted while they ran a job, with the job: what must never happen to a busy runner. */
+  readonly deletedDuringJob = new Map<string, string>();
 
   constructor(private readonly options: RunnerPlayerOptions) {
     this.kube = new KubeClient(options.kubeConfig, { userAgent: 'aro-runner-player' });
@@ -169,7 +171,11 @@ export class RunnerPlayer {
       while (!signal.aborted && Date.now() < waitUntil) {
         const pod = await this.current(name, uid);
         if (!pod || pod.metadata?.deletionTimestamp) return await this.deleted(name, uid, null);
-        jobId = service.runner(name)?.jobId ?? null;
+        const registration = service.runner(name);
+        // Gone from the service while waiting (its scale set deleted there): a real runner loses its
+        // connection and exits non-zero; the controller then deals with it.
+        if (!registration) return await this.unregistered(name, uid, new Error('registration removed'));
+        jobId = registration.jobId ?? null;
         if (jobId) break;
         await sleep(interval, signal);
       }
@@ -202,7 +208,9 @@ export class RunnerPlayer {
         return;
       }
       if (service.job(jobId)?.state === 'running') service.completeJob(jobId, fail ? 'failed' : 'succeeded');
-      service.runnerExited(name, 0);
+      // A registration dropped meanwhile (its scale set deleted on the service, the job canceled)
+      // leaves nothing to deregister.
+      if (service.runner(name)) service.runnerExited(name, 0);
       await runnerContainerTerminated(namespace, name, 0);
       this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
       this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
@@ -248,6 +256,7 @@ export class RunnerPlayer {
       // Already deregistered: the controller removed it first, which is what a deletion does.
     }
     this.outcomes.set(name, 'deleted');
+    if (jobId) this.deletedDuringJob.set(name, jobId);
     if (await this.current(name, uid)) {
       await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
       await finishPodDeletion(namespace, name).catch(() => undefined);
