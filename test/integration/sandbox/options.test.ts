@@ -45,7 +45,7 @@ describe('sandbox options', () => {
   });
 
   it.each([
-    [['--jobs', '-1'], '--jobs -1: must be a whole number, 0 or more'],
+    [['--jobs=-1'], '--jobs -1: must be a whole number, 0 or more'],
     [['--name', 'a'.repeat(46)], `--name ${'a'.repeat(46)}: must be at most 45 lowercase letters`],
     [['--name', 'Arc_Set'], '--name Arc_Set'],
     [['--jobs', 'many'], '--jobs many'],
