@@ -128,10 +128,22 @@ async function main(): Promise<number> {
       `maxRunners ${o.maxRunners}, ${o.minFaults}-${o.maxFaults} faults per run\n`,
   );
   const runs: ChaosRun[] = [];
+  const harnessFailures: number[] = [];
   for (let i = 0; i < cli.runs; i++) {
     const seed = cli.seed + i;
     const logPath = join(cli.logs, `seed-${seed}.log`);
-    const run = await runChaos(seed, o, logPath);
+    let run: ChaosRun;
+    try {
+      run = await runChaos(seed, o, logPath);
+    } catch (err) {
+      // The harness could not bring the run up or down (a port race, a full disk): no verdict on the
+      // product, but the seed is named so that it can be run again.
+      harnessFailures.push(seed);
+      process.stdout.write(
+        `seed ${seed} | the run failed before its invariants: ${(err as Error).message}\n    log: ${logPath}\n`,
+      );
+      continue;
+    }
     runs.push(run);
     process.stdout.write(`${runLine(run)}\n`);
     for (const v of run.violations) process.stdout.write(`    VIOLATION ${v.invariant}: ${v.detail}\n`);
@@ -161,10 +173,10 @@ async function main(): Promise<number> {
   process.stdout.write(
     `\nsummary: ${runs.length} runs, ${faults} faults injected, ${runs.reduce((n, r) => n + r.jobs, 0)} jobs, ` +
       `${formatDuration(runs.reduce((n, r) => n + r.wallMs, 0))}; runs with a violation: ${failing.length} ` +
-      `(${counts.join(', ')})\n`,
+      `(${counts.join(', ')})${harnessFailures.length ? `; runs that failed before their invariants: ${harnessFailures.join(', ')}` : ''}\n`,
   );
   for (const r of failing) process.stdout.write(`  replay: npm run chaos -- --seed ${r.seed}\n`);
-  return failing.length === 0 ? 0 : 1;
+  return failing.length === 0 && harnessFailures.length === 0 ? 0 : 1;
 }
 
 main().then(
