@@ -1,9 +1,8 @@
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { KubeClient, NamespaceKind } from '@aro/kube';
-import { createLogger } from '@aro/observability';
-import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
+import { DEFAULT_PAT, type RunningSimulator } from '../../apps/simulator/src';
 import { ControlPlane } from '../harness/control-plane';
 import { CRD_PATHS } from '../harness/global-setup';
 import type { ListenerPodPlayer } from '../harness/listener-pod-player';
@@ -29,12 +28,13 @@ import { drainScaleSet } from './drain';
 import { forbiddenLines, leftOf } from './observe';
 import { percentile } from './stats';
 import { Workload } from './workload';
+import { SIMULATOR_PORT, startSandboxSimulator } from './simulator';
 import { leaderThenListenerKills } from './chaos-kills';
 import { WorkloadObserver } from './workload-observer';
 
 export { renderReport, type SandboxReport } from './report';
 
-export const SIMULATOR_PORT = 8910;
+export { SIMULATOR_PORT };
 
 export interface SandboxIo {
   out: NodeJS.WritableStream;
@@ -126,27 +126,9 @@ export async function runSandbox(
       await kube.create<V1Namespace>(NamespaceKind, { metadata: { name } });
     }
 
-    // In-process: the sandbox reads the service's jobs, registrations and counters several times a
-    // second for the progress view and plays every runner against it; over HTTP that would be a
-    // process more to manage and a JSON round trip per look. The product reaches it over HTTP as ever.
-    const simLog = createWriteStream(join(workDir, 'simulator.log'));
-    // A listener killed outright (--chaos) leaves its message session open; a new one may take over
-    // once the old one is idle for sessionIdleTimeoutMs. The simulator's default (120 s) would stall the
-    // run for two minutes; 15 s, with long polls of 10 s so that a live listener is never idle that
-    // long, shows the same handover in seconds.
-    const simOptions = {
-      seed: { timing: { autoStartJobs: true, sessionIdleTimeoutMs: 15_000, longPollTimeoutMs: 10_000 } },
-      logger: createLogger({ level: 'info', format: 'json', destination: simLog }),
-    };
-    // The simulator's usual port when it is free, so that examples/manifests (which name
-    // http://127.0.0.1:8910/octo) apply as they are against `npm run sandbox -- --keep`.
-    const sim: RunningSimulator = await startSimulator({ ...simOptions, port: SIMULATOR_PORT }).catch(() =>
-      startSimulator({ ...simOptions, port: 0 }),
-    );
-    cleanup.push(async () => {
-      await sim.stop();
-      simLog.end();
-    });
+    const simulator = await startSandboxSimulator(workDir);
+    const sim = simulator.sim;
+    cleanup.push(simulator.stop);
     const configUrl = sim.configUrl({ org: 'octo' });
     view.event(`simulator (GitHub + Actions service) at ${sim.url}; config URL ${configUrl}`);
 
