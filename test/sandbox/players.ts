@@ -6,7 +6,12 @@ import { freePort } from '../harness/ports';
 import { RunnerPlayer } from '../harness/runner-player';
 import { LISTENER_MAIN } from './apps';
 import { RUNNER_NAMESPACE } from './charts';
-import { serviceAccountUid, writeServiceAccountKubeconfig } from './identities';
+import {
+  identityOf,
+  serviceAccountUid,
+  writeServiceAccountKubeconfig,
+  type AccountIdentity,
+} from './identities';
 import type { SandboxOptions } from './options';
 
 /**
@@ -17,8 +22,13 @@ import type { SandboxOptions } from './options';
 export interface Players {
   runners: RunnerPlayer;
   listeners: ListenerPodPlayer;
-  /** The kubeconfig file each listener ran with, by account and UID: whom the summary asks who it is. */
+  /** The kubeconfig file each listener ran with, by account and UID. */
   listenerKubeconfigs: Map<string, string>;
+  /**
+   * Who each of those is to the apiserver, asked when it is made: a token dies with its account, which
+   * the uninstall deletes, so the summary cannot ask afterwards.
+   */
+  listenerIdentities: AccountIdentity[];
 }
 
 export function startPlayers(o: {
@@ -44,6 +54,7 @@ export function startPlayers(o: {
   // Each listener runs as its pod's service account, with the Role the AutoscalingListener
   // controller bound to it (patch its EphemeralRunnerSet and its runners, nothing more).
   const listenerKubeconfigs = new Map<string, string>();
+  const listenerIdentities: AccountIdentity[] = [];
   const listeners = new ListenerPodPlayer({
     kubeConfig: o.admin,
     kubeconfigPath: o.adminKubeconfigPath,
@@ -62,6 +73,7 @@ export function startPlayers(o: {
         account,
         join(o.identityDir, `listener-${namespace}-${account}-${uid.slice(0, 8)}.kubeconfig`),
       );
+      listenerIdentities.push(await identityOf(path));
       listenerKubeconfigs.set(key, path);
       return path;
     },
@@ -72,5 +84,5 @@ export function startPlayers(o: {
     freePort,
     log: o.log,
   }).start();
-  return { runners, listeners, listenerKubeconfigs };
+  return { runners, listeners, listenerKubeconfigs, listenerIdentities };
 }

@@ -190,7 +190,7 @@ export async function runSandbox(
       pidFile: join(cp.info.runDir, 'pids'),
       log: (l) => view.event(`  ${l}`, last),
     });
-    const { runners: runnerPlayer, listeners: listenerPlayer, listenerKubeconfigs } = players;
+    const { runners: runnerPlayer, listeners: listenerPlayer } = players;
     cleanup.push(() => runnerPlayer.stop());
     cleanup.push(() => listenerPlayer.stop());
 
@@ -347,12 +347,7 @@ export async function runSandbox(
     const refusals = logs.flatMap(forbiddenLines);
     const identities: Identity[] = [
       { who: 'controller' as const, ...(await identityOf(controllerKubeconfig)) },
-      ...(await Promise.all(
-        [...listenerKubeconfigs.values()].map(async (path) => ({
-          who: 'listener' as const,
-          ...(await identityOf(path)),
-        })),
-      )),
+      ...players.listenerIdentities.map((identity) => ({ who: 'listener' as const, ...identity })),
     ];
     report = {
       wallMs: workloadMs,
