@@ -98,6 +98,22 @@ function parse(argv: string[]): Cli | 'help' {
   };
 }
 
+/** The same run again: the same flags, but --seed this one's and one run, without --results. */
+export function replayCommand(seed: number, argv: readonly string[]): string {
+  const kept: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const [flag] = argv[i].split('=');
+    const takesValue = !argv[i].includes('=') && flag !== '-h' && flag !== '--help';
+    if (['--seed', '--runs', '--results', '--logs'].includes(flag)) {
+      if (takesValue) i++;
+      continue;
+    }
+    kept.push(argv[i]);
+    if (takesValue && i + 1 < argv.length) kept.push(argv[++i]);
+  }
+  return ['npm run chaos --', '--seed', String(seed), ...kept].join(' ');
+}
+
 /** The run's line: seed, faults (a miss in brackets), time, and each invariant. */
 export function runLine(run: ChaosRun): string {
   const faults = run.faults.map((f) => (f.hit ? describeFault(f.fault) : `[${describeFault(f.fault)}]`));
@@ -175,7 +191,8 @@ async function main(): Promise<number> {
       `${formatDuration(runs.reduce((n, r) => n + r.wallMs, 0))}; runs with a violation: ${failing.length} ` +
       `(${counts.join(', ')})${harnessFailures.length ? `; runs that failed before their invariants: ${harnessFailures.join(', ')}` : ''}\n`,
   );
-  for (const r of failing) process.stdout.write(`  replay: npm run chaos -- --seed ${r.seed}\n`);
+  for (const r of failing)
+    process.stdout.write(`  replay: ${replayCommand(r.seed, process.argv.slice(2))}\n`);
   return failing.length === 0 && harnessFailures.length === 0 ? 0 : 1;
 }
 

@@ -1,10 +1,12 @@
 import { createWriteStream } from 'node:fs';
 import type { JobView } from '../../apps/simulator/src';
+import type { V1Pod } from '@kubernetes/client-node';
+import { PodKind } from '@aro/kube';
 import { HighWater } from '../harness/high-water';
 import { CONTROLLER_NAMESPACE, RUNNER_NAMESPACE } from '../sandbox/charts';
 import type { SandboxOptions } from '../sandbox/options';
 import { renderReport, type SandboxReport } from '../sandbox/report';
-import { runSandbox } from '../sandbox/sandbox';
+import { runSandbox, type SandboxParts } from '../sandbox/sandbox';
 import { inject, type InjectedFault } from './faults';
 import {
   busyPodsKept,
@@ -68,6 +70,19 @@ export interface ChaosRun {
  * done, and the invariants read from the apiserver and the simulator once it has drained. The
  * sandbox's own output goes to `logPath`.
  */
+async function podShapes(parts: SandboxParts): Promise<string[]> {
+  const pods = await parts.kube.list<V1Pod>(PodKind, { namespace: RUNNER_NAMESPACE });
+  return pods.map((p) => {
+    const m = p.metadata;
+    const owners = (m?.ownerReferences ?? []).map((o) => `${o.kind}/${o.name}`).join(',') || 'none';
+    return (
+      `pod ${m?.name} phase ${p.status?.phase ?? '-'} created ${String(m?.creationTimestamp)} ` +
+      `deleting ${m?.deletionTimestamp ? String(m.deletionTimestamp) : 'no'} finalizers ${m?.finalizers?.join(',') || 'none'} ` +
+      `owners ${owners}; player: ${parts.runners.outcomes.get(m?.name ?? '') ?? 'still playing or never seen'}`
+    );
+  });
+}
+
 export async function runChaos(seed: number, options: ChaosOptions, logPath: string): Promise<ChaosRun> {
   const began = Date.now();
   const planned = planFaults(seed, options);
@@ -123,6 +138,9 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
             RUNNER_NAMESPACE,
             CONTROLLER_NAMESPACE,
           ]);
+          // The shape of what is left, for whoever looks for the cause: each pod's phase, deletion,
+          // finalizers and owners, and how its runner's life ended as the player saw it.
+          for (const line of await podShapes(parts)) parts.event(`left: ${line}`);
         },
       },
     );
