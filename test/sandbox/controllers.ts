@@ -63,6 +63,8 @@ export class ControllerReplicas {
       /** An admin client, to read the Lease for the progress view. */
       kube: KubeClient;
       replicas: number;
+      /** The program each replica runs; default apps/controller's main (a test gives a stand-in). */
+      main?: string;
     },
   ) {}
 
@@ -94,7 +96,7 @@ export class ControllerReplicas {
     return ManagedProcess.start({
       name,
       binary: process.execPath,
-      args: ['-r', '@swc-node/register', CONTROLLER_MAIN],
+      args: ['-r', '@swc-node/register', this.options.main ?? CONTROLLER_MAIN],
       logFile: join(this.options.logDir, `${name}.log`),
       env: this.env(name, port),
       pidFile: this.options.pidFile,
