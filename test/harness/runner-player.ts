@@ -125,7 +125,19 @@ export class RunnerPlayer {
         for (const pod of pods) {
           const uid = pod.metadata?.uid ?? '';
           const name = pod.metadata?.name ?? '';
-          if (!hasRunnerContainer(pod) || seen.has(uid)) continue;
+          if (!hasRunnerContainer(pod)) continue;
+          // The kubelet's part of a graceful deletion, for a pod whose runner has ended: a pod deleted
+          // while it ran and marked ended afterwards (its runner's last status write racing the
+          // delete) keeps its deletionTimestamp until the kubelet confirms; nobody else ever does.
+          // (A pod held by finalizers waits for them, not for the kubelet.)
+          const deleting = !!pod.metadata?.deletionTimestamp && !pod.metadata.finalizers?.length;
+          if (deleting && !this.playing.has(uid) && (seen.has(uid) || isTerminal(pod))) {
+            await finishPodDeletion(this.options.namespace, name, { timeoutMs: 10_000 }).catch((err: Error) =>
+              this.errors.push(`finishing the deletion of ${this.options.namespace}/${name}: ${err.message}`),
+            );
+            continue;
+          }
+          if (seen.has(uid)) continue;
           if (isTerminal(pod)) continue; // played by an earlier player, or failed before we saw it
           seen.add(uid);
           const play = this.play(name, uid).finally(() => this.playing.delete(uid));
@@ -249,6 +261,7 @@ export class RunnerPlayer {
    * runner stops as on SIGTERM and the player finishes the deletion as the kubelet would.
    */
   private async deleted(name: string, uid: string, jobId: string | null): Promise<void> {
+    if (jobId) this.deletedDuringJob.set(name, jobId);
     const { namespace, service } = this.options;
     try {
       service.runnerExited(name, jobId ? 143 : 0);
@@ -256,7 +269,6 @@ export class RunnerPlayer {
       // Already deregistered: the controller removed it first, which is what a deletion does.
     }
     this.outcomes.set(name, 'deleted');
-    if (jobId) this.deletedDuringJob.set(name, jobId);
     if (await this.current(name, uid)) {
       await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
       await finishPodDeletion(namespace, name).catch(() => undefined);
