@@ -1,19 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type * as https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { LeanKubeConfig, jsonKubeConfigFile, loadKubeConfigSource } from './kubeconfig';
 
-// Every folder a test makes is removed after it: a test leaves the machine as it found it.
-const made: string[] = [];
-afterEach(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
 function writeConfig(config: object | string): string {
   const dir = mkdtempSync(join(tmpdir(), 'aro-kubeconfig-'));
-  made.push(dir);
   const path = join(dir, 'kubeconfig');
   writeFileSync(path, typeof config === 'string' ? config : JSON.stringify(config));
   return path;
