@@ -9,9 +9,13 @@ jest.setTimeout(1_200_000);
 /*
  * `npm run chaos` in short: two seeded runs of the whole product (control plane, simulator, the
  * controller chart's two replicas, the scale-set chart under the longest name the chart allows, the
- * listener and runner players), 25 jobs each with two or three faults drawn from every kind, and the
- * five invariants read from the apiserver and the simulator. The seeds are fixed so that a failure
- * here replays with `npm run chaos -- --seed <seed> --jobs 25 --max-runners 5 --duration 1 --faults 2-3`.
+ * listener and runner players), 25 jobs each with two or three faults, and the five invariants read
+ * from the apiserver and the simulator. The seeds are fixed so that a failure here replays with
+ * `npm run chaos -- --seed <seed> --jobs 25 --max-runners 5 --duration 1 --faults 2-3`. Seed 1: the
+ * template edited, the leader killed, the apiserver frozen 8 s (it found the runner player's missing
+ * kubelet confirmation, runner-player-kubelet.test.ts); seed 17: a busy runner pod deleted (when one is
+ * busy at that moment), the listener killed, connections reset for 10 s. Seeds with the scale set
+ * deleted on the service take several minutes more (the recovery waits), so they run in `npm run chaos`.
  */
 describe('npm run chaos, two short seeded runs', () => {
   let logs: string;
@@ -20,7 +24,7 @@ describe('npm run chaos, two short seeded runs', () => {
   });
   afterAll(() => rmSync(logs, { recursive: true, force: true }));
 
-  it.each([11, 12])('seed %i: every invariant holds under its faults', async (seed) => {
+  it.each([1, 17])('seed %i: every invariant holds under its faults', async (seed) => {
     const run: ChaosRun = await runChaos(
       seed,
       { jobs: 25, maxRunners: 5, duration: 1, rate: 4, minFaults: 2, maxFaults: 3, timeoutSeconds: 600 },
