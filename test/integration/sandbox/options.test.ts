@@ -1,6 +1,6 @@
 import { OptionsError, parseSandboxOptions } from '../../sandbox/options';
 import { ProgressView, jobCounts, renderSnapshot, type Snapshot } from '../../sandbox/progress';
-import { percentile, table } from '../../sandbox/stats';
+import { formatDuration, percentile, table } from '../../sandbox/stats';
 import type { JobView } from '../../../apps/simulator/src';
 
 // The sandbox's pure parts: flags, percentiles, the progress block. (In the integration project because
@@ -62,6 +62,13 @@ describe('sandbox options', () => {
 });
 
 describe('sandbox figures', () => {
+  it('reads durations as a person does, never "4 min 60 s"', () => {
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(4_200)).toBe('4.2 s');
+    expect(formatDuration(125_000)).toBe('2 min 5 s');
+    expect(formatDuration(299_600)).toBe('5 min 0 s');
+  });
+
   it('takes nearest-rank percentiles', () => {
     const values = Array.from({ length: 20 }, (_, i) => 20 - i); // 20..1, unsorted on purpose
     expect(percentile(values, 50)).toBe(10);
