@@ -12,7 +12,8 @@ FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json .swcrc ./
+COPY tsconfig.json .swcrc nest-cli.json ./
+COPY tools ./tools
 COPY apps ./apps
 COPY libs ./libs
 RUN npm run build

@@ -32,7 +32,7 @@ module.exports = {
     {
       ...common,
       displayName: 'unit',
-      roots: ['<rootDir>/apps/', '<rootDir>/libs/'],
+      roots: ['<rootDir>/apps/', '<rootDir>/libs/', '<rootDir>/tools/'],
       testRegex: '.*\\.spec\\.ts$',
     },
     {

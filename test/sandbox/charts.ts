@@ -17,8 +17,8 @@ import { CHARTS, Manifest, findManifest, render } from '../integration/charts/he
  */
 
 export const CONTROLLER_NAMESPACE = 'arc-systems';
-/** The controller chart's release; fullname = release, so the Lease and service account are named so. */
-export const CONTROLLER_RELEASE = 'aro-controller';
+/** The controller chart's release, as upstream's quickstart names it: Lease and service account arc-gha-rs-controller. */
+export const CONTROLLER_RELEASE = 'arc';
 export const RUNNER_NAMESPACE = 'arc-runners';
 /**
  * The scale-set chart's default release, and so the scale set's name (runnerScaleSetName defaults to

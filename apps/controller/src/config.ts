@@ -64,6 +64,20 @@ export const controllerEnvSchema = z
       ),
     /** Image of the listener pods (upstream's name for the controller's own image, which runs them). */
     CONTROLLER_MANAGER_CONTAINER_IMAGE: z.string().default(''),
+    /**
+     * Comma-separated names of image pull secrets the listener pods get (upstream's
+     * `--auto-scaler-image-pull-secrets`; the chart passes its `imagePullSecrets`). Each must exist in
+     * the controller's namespace, where the listener pods run.
+     */
+    LISTENER_IMAGE_PULL_SECRETS: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      ),
     /** Where listeners serve their metrics; `0` or empty disables them. */
     LISTENER_METRICS_ADDR: z.string().default(':8080'),
     LISTENER_METRICS_ENDPOINT: z.string().default('/metrics'),

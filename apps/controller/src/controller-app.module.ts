@@ -103,6 +103,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     // May be empty: EphemeralRunner-only users need no listener; each scale set then records why
     // it gets none (ListenerImageMissing) instead of the app refusing to start.
     listenerImage: config.CONTROLLER_MANAGER_CONTAINER_IMAGE,
+    listenerImagePullSecrets: config.LISTENER_IMAGE_PULL_SECRETS,
     excludeLabelPropagationPrefixes: config.EXCLUDE_LABEL_PROPAGATION_PREFIXES,
     updateStrategy: config.UPDATE_STRATEGY,
     events: config.EVENTS,

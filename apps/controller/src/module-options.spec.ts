@@ -15,6 +15,14 @@ describe('moduleOptionsFrom', () => {
     ).toBe(15_000);
   });
 
+  it("gives the listener pods the chart's image pull secrets (upstream's --auto-scaler-image-pull-secrets)", () => {
+    expect(optionsFor({}).autoscalingRunnerSet.listenerImagePullSecrets).toEqual([]);
+    expect(
+      optionsFor({ LISTENER_IMAGE_PULL_SECRETS: 'regcred, mirror-cred' }).autoscalingRunnerSet
+        .listenerImagePullSecrets,
+    ).toEqual(['regcred', 'mirror-cred']);
+  });
+
   it('gives the orphan sweep its interval and grace in milliseconds', () => {
     const { unregistration } = optionsFor({ ORPHAN_SWEEP_INTERVAL_SECONDS: '30', ORPHAN_GRACE_SECONDS: '0' });
     expect(unregistration).toMatchObject({ orphanSweepIntervalMs: 30_000, orphanGraceMs: 0 });

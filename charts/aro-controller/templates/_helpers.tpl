@@ -1,16 +1,32 @@
 {{/*
-Names. The base name is fixed (no chart-name games): "<release>-aro-controller", or the release name
-when it already contains "aro-controller", or fullnameOverride.
+Names and labels are upstream's (gha-runner-scale-set-controller) for the same release, so that what a
+user of upstream already has keeps matching: "<release>-gha-rs-controller" (Deployment, ServiceAccount,
+Lease, RBAC), or the release name when it already contains "gha-rs-controller", or fullnameOverride;
+`app.kubernetes.io/part-of: gha-rs-controller`, which both scale-set charts look their controller up
+by; the selector with `app.kubernetes.io/namespace`, so that `helm upgrade` of an upstream release to
+this chart keeps the Deployment (its selector is immutable). docs/helm.md, "Names".
 */}}
 {{- define "aro-controller.baseName" -}}
-aro-controller
+gha-rs-controller
 {{- end }}
 
 {{- define "aro-controller.name" -}}
 {{- default (include "aro-controller.baseName" .) .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+Upstream's *experimental* controller chart (gha-runner-scale-set-controller-experimental) nests its
+values under `controller`. The schema lets the key through so that this refusal, saying what it is, is
+the message; called from the full name, which every template goes through.
+*/}}
+{{- define "aro-controller.refuseExperimentalShape" -}}
+{{- if hasKey .Values "controller" }}
+{{- fail "controller: values of upstream's gha-runner-scale-set-controller-experimental chart; aro-controller takes gha-runner-scale-set-controller's values (controller.replicaCount -> replicaCount, controller.manager.config.* -> flags.*, controller.manager.container.* -> image/env/resources/securityContext, controller.pod.* -> pod*, nodeSelector, tolerations, affinity; docs/helm.md maps each key)" }}
+{{- end }}
+{{- end }}
+
 {{- define "aro-controller.fullname" -}}
+{{- include "aro-controller.refuseExperimentalShape" . }}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
@@ -33,7 +49,12 @@ aro-controller
 
 {{- define "aro-controller.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "aro-controller.name" . }}
+app.kubernetes.io/namespace: {{ include "aro-controller.namespace" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "aro-controller.partOf" -}}
+gha-rs-controller
 {{- end }}
 
 {{/* Labels on every object: the user's `labels`, under the chart's own, which always win. */}}
@@ -46,26 +67,76 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 helm.sh/chart: {{ include "aro-controller.chart" . }}
 {{ include "aro-controller.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/part-of: aro-controller
+app.kubernetes.io/part-of: {{ include "aro-controller.partOf" . }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+Never "default", created or not (as upstream): the controller's rights would go to every pod of the
+namespace that runs without a service account of its own.
+*/}}
 {{- define "aro-controller.serviceAccountName" -}}
+{{- if eq .Values.serviceAccount.name "default" }}
+{{- fail "serviceAccount.name must not be \"default\": the controller's rights would go to every pod of the namespace" }}
+{{- end }}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "aro-controller.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
 {{- if not .Values.serviceAccount.name }}
 {{- fail "serviceAccount.name is required when serviceAccount.create is false" }}
 {{- end }}
-{{- if eq .Values.serviceAccount.name "default" }}
-{{- fail "serviceAccount.name must not be \"default\": the controller's rights would go to every pod of the namespace" }}
-{{- end }}
 {{- .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
 
+{{/*
+The manager's image, which listener pods run too. Upstream's default `image.repository`
+(ghcr.io/actions/gha-runner-scale-set-controller, what `helm show values` of upstream's chart prints and
+users copy) means "this chart's controller image", so without a tag it is read as ARO's own image
+(NOTES.txt says so). Upstream's image in any other form (a tag, a mirror) is a deliberate choice ARO
+cannot honour: that image has no `aro-controller` or `aro-listener`, so its pods could never start.
+*/}}
+{{- define "aro-controller.upstreamImageRepository" -}}
+ghcr.io/actions/gha-runner-scale-set-controller
+{{- end }}
+
+{{- define "aro-controller.defaultImageRepository" -}}
+ghcr.io/aro-operator/aro
+{{- end }}
+
+{{- define "aro-controller.upstreamImageMapped" -}}
+{{- if and (eq .Values.image.repository (include "aro-controller.upstreamImageRepository" .)) (not .Values.image.tag) }}true{{ end }}
+{{- end }}
+
 {{- define "aro-controller.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $repository := .Values.image.repository }}
+{{- if include "aro-controller.upstreamImageMapped" . }}
+{{- $repository = include "aro-controller.defaultImageRepository" . }}
+{{- else if eq (regexReplaceAll "^.*/" $repository "") "gha-runner-scale-set-controller" }}
+{{- fail (printf "image.repository %q (tag %q) is upstream's Go controller image: it has no aro-controller or aro-listener, so the controller and listener pods could not start. Remove image.repository and image.tag (ARO's image is %s), or name an ARO image" $repository (toString .Values.image.tag) (include "aro-controller.defaultImageRepository" .)) }}
+{{- end }}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+LOG_LEVEL from flags.logLevel. Upstream also takes a zap level number (its --log-level parses one):
+-1 is debug, 0 info, 1 warn, 2 and above error, and below -1 finer debug levels, which ARO does not
+have; the app takes the names only, so a number is mapped to the nearest name (NOTES.txt says so).
+*/}}
+{{- define "aro-controller.logLevel" -}}
+{{- $level := toString .Values.flags.logLevel }}
+{{- if regexMatch "^-?[0-9]+$" $level }}
+{{- $n := atoi $level }}
+{{- if lt $n 0 }}debug{{ else if eq $n 0 }}info{{ else if eq $n 1 }}warn{{ else }}error{{ end }}
+{{- else }}
+{{- $level }}
+{{- end }}
+{{- end }}
+
+{{- define "aro-controller.imagePullSecretNames" -}}
+{{- $names := list }}
+{{- range .Values.imagePullSecrets }}{{ $names = append $names .name }}{{ end }}
+{{- join "," $names }}
 {{- end }}
 
 {{/* Leader election is on exactly when more than one replica runs. */}}
@@ -83,9 +154,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default "0.0.0.0" $host }}
 {{- end }}
 
-{{/* The names of the RBAC objects. */}}
-{{- define "aro-controller.managerRoleName" -}}
-{{- include "aro-controller.fullname" . }}-manager
+{{/* The names of the RBAC objects, upstream's. */}}
+{{- define "aro-controller.managerClusterRoleName" -}}
+{{- include "aro-controller.fullname" . }}
+{{- end }}
+{{- define "aro-controller.managerSingleNamespaceRoleName" -}}
+{{- include "aro-controller.fullname" . }}-single-namespace
 {{- end }}
 {{- define "aro-controller.listenerRoleName" -}}
 {{- include "aro-controller.fullname" . }}-listener
@@ -94,7 +168,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- include "aro-controller.fullname" . }}-leader-election
 {{- end }}
 {{- define "aro-controller.watchRoleName" -}}
-{{- include "aro-controller.fullname" . }}-watch
+{{- include "aro-controller.fullname" . }}-single-namespace-watch
 {{- end }}
 
 {{/* The four kinds of actions.github.com/v1alpha1. */}}

@@ -1,5 +1,6 @@
 export * from './ephemeral-runner';
 export * from './events/event-recorder';
+export * from './shared';
 export * from './ephemeral-runner-set';
 export * from './autoscaling-runner-set';
 export * from './autoscaling-listener';

@@ -6,4 +6,5 @@ export * from './controller';
 export * from './manager';
 export * from './leaderelection';
 export * from './finalizer';
+export * from './controllerutil';
 export { KUBE_MODULE_OPTIONS, KubeModule, type KubeModuleOptions } from './kube.module';

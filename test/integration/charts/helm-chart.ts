@@ -73,6 +73,8 @@ export interface RenderOptions {
   valuesFiles?: string[];
   /** `--set-json key=value` pairs, for values only known at test time (URLs, names). */
   setJson?: Record<string, unknown>;
+  /** `--set key=value` pairs, typed by Helm as a user's command line is (`1` is an int64, not a float64). */
+  set?: Record<string, string>;
 }
 
 export function templateArgs(chart: string, opts: RenderOptions): string[] {
@@ -80,6 +82,7 @@ export function templateArgs(chart: string, opts: RenderOptions): string[] {
   for (const file of opts.valuesFiles ?? []) args.push('--values', file);
   for (const [key, value] of Object.entries(opts.setJson ?? {}))
     args.push('--set-json', `${key}=${JSON.stringify(value)}`);
+  for (const [key, value] of Object.entries(opts.set ?? {})) args.push('--set', `${key}=${value}`);
   return args;
 }
 

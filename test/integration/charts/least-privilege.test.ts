@@ -192,7 +192,7 @@ describe('The charts installed on the apiserver', () => {
           description: 'the runner pod created by the controller',
           timeoutMs: 60_000,
         });
-        expect(pod.spec?.serviceAccountName).toBe(`arc-runners-aro-rs-no-permission`);
+        expect(pod.spec?.serviceAccountName).toBe(`arc-runners-gha-rs-no-permission`);
         await runnerContainerRunning(ns, 'runner-1');
         await waitFor(
           async () =>
@@ -262,7 +262,11 @@ describe('The charts installed on the apiserver', () => {
           const charts = (installed = await installCharts({
             configUrl: service.configUrl({ org: 'octo' }),
             githubToken: DEFAULT_PAT,
-            controllerValues: (namespaces) => ({ 'flags.logLevel': 'debug', ...modeValues(namespaces) }),
+            controllerValues: (namespaces) => ({
+              'flags.logLevel': 'debug',
+              imagePullSecrets: [{ name: 'registry-credentials' }],
+              ...modeValues(namespaces),
+            }),
             scaleSetValues: { minRunners: 0, maxRunners: 4 },
           }));
           const ns = charts.runnerNamespace;
@@ -316,6 +320,9 @@ describe('The charts installed on the apiserver', () => {
           });
           // The listener's identity is not the admin's: it cannot read the runners' secrets.
           const [listenerPod, listenerKube] = [...listenerIdentities.entries()][0];
+          // The chart's imagePullSecrets reach the listener pod (upstream: --auto-scaler-image-pull-secrets).
+          const listenerPodObject = await kube.get<V1Pod>(PodKind, charts.controllerNamespace, listenerPod);
+          expect(listenerPodObject.spec?.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
           const asListener = new KubeClient(listenerKube);
           await expect(asListener.list<V1Secret>(SecretKind, { namespace: ns })).rejects.toThrow(FORBIDDEN);
           asListener.close();
@@ -394,7 +401,7 @@ describe('The charts installed on the apiserver', () => {
       expect(charts.deployment.spec?.replicas).toBe(2);
       expect(env).toMatchObject({
         LEADER_ELECTION: 'true',
-        LEADER_ELECTION_ID: `${charts.release}-aro-controller`,
+        LEADER_ELECTION_ID: `${charts.release}-gha-rs-controller`,
       });
       const leaseMs = Number(env.LEASE_DURATION_SECONDS) * 1000;
       const retryMs = Number(env.RETRY_PERIOD_SECONDS) * 1000;

@@ -283,7 +283,7 @@ export async function startControllerFixture(
   if (opts.faults?.hidePod) hidePods(app.get(InformerCache), opts.faults.hidePod);
   const registration = app.get(EphemeralRunnerRegistration);
   const controller: FixtureController = {
-    reconciler: registration.controller!.reconciler,
+    reconciler: registration.reconciler!,
     unregistrations: app.get(UnregistrationQueue),
     sweep: app.get(OrphanRegistrationSweep),
     ledger: app.get(ScaleSetLedger),

@@ -31,7 +31,7 @@ function parentReconciler(client: KubeClient): Reconciler {
       try {
         parent = await client.get<V1ConfigMap>(ConfigMapKind, req.namespace, req.name);
       } catch (e) {
-        if (isNotFound(e)) return done();
+        if (isNotFound(e)) return done;
         throw e;
       }
       const key = `${req.namespace}/${req.name}`;
@@ -77,7 +77,7 @@ function parentReconciler(client: KubeClient): Reconciler {
           metadata: { annotations: { [CHILD_VERSION]: version, [READY]: 'true' } },
         });
       }
-      return done();
+      return done;
     },
   };
 }

@@ -41,11 +41,11 @@ function stampingReconciler(
       const current = await client
         .get<V1ConfigMap>(ConfigMapKind, req.namespace, req.name)
         .catch(() => undefined);
-      if (current === undefined || current.metadata?.annotations?.[annotation]) return done();
+      if (current === undefined || current.metadata?.annotations?.[annotation]) return done;
       await client.mergePatch(ConfigMapKind, req.namespace, req.name, {
         metadata: { annotations: { [annotation]: identity() } },
       });
-      return done();
+      return done;
     },
   };
 }

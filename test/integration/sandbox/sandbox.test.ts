@@ -44,7 +44,7 @@ function expectNothingLeft(report: SandboxReport): void {
 function expectChartIdentities(report: SandboxReport): void {
   expect(report.identities).toContainEqual({
     who: 'controller',
-    user: 'system:serviceaccount:arc-systems:aro-controller',
+    user: 'system:serviceaccount:arc-systems:arc-gha-rs-controller',
     mayCreateNamespaces: false,
   });
   const listeners = report.identities.filter((i) => i.who === 'listener');

@@ -6,21 +6,23 @@ import {
   AutoscalingRunnerSetKind,
 } from '@aro/api';
 import {
-  Reconciler,
   ReconcileContext,
+  Reconciler,
   Request,
   Result,
   RoleBindingKind,
   RoleKind,
   ServiceAccountKind,
-  isNotFound,
+  deleteIgnoringNotFound,
+  done,
+  getIgnoringNotFound,
+  patchingFinalizers,
+  requeueAfter,
+  sooner,
+  reconcileFinalized,
+  requestKey,
 } from '@aro/kube';
-import {
-  finalizersPatch,
-  hasFinalizer,
-  scaleSetMetricLabels,
-  withFinalizer,
-} from '../ephemeral-runner-set/scale-set-common';
+import type { Logger } from '@aro/observability';
 import {
   buildListenerPod,
   buildRole,
@@ -33,15 +35,12 @@ import {
   type AutoscalingListenerReconcilerOptions,
   type ListenerContext,
   applyListenerResource,
-  deleteIgnoringNotFound,
-  done,
   listenerContext,
-  requeueAfter,
-  sooner,
 } from './listener-context';
 import { ListenerConfigWriter } from './listener-config-writer';
 import { ListenerFinalizer } from './listener-finalizer';
 import { ListenerPodLifecycle } from './listener-pod-lifecycle';
+import { scaleSetMetricLabels } from '../shared/scale-set-labels';
 
 export type {
   AutoscalingListenerReconcilerDeps,
@@ -70,44 +69,43 @@ export class AutoscalingListenerReconciler implements Reconciler {
     this.finalizer = new ListenerFinalizer(this.ctx);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    let listener: AutoscalingListener;
-    try {
-      listener = await this.ctx.deps.cache.get<AutoscalingListener>(
-        AutoscalingListenerKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.deps.metrics?.forget(key);
-      this.ctx.configRefresh.forget(key);
-      return done;
-    }
-    if (listener.metadata?.deletionTimestamp) return this.finalizer.finalize(listener, key, log);
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
+    return reconcileFinalized<AutoscalingListener>(req, {
+      reader: this.ctx.deps.cache,
+      kind: AutoscalingListenerKind,
+      finalizer: { name: AUTOSCALING_LISTENER_FINALIZER },
+      write: patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
+      forget: (gone) => this.forget(gone),
+      apply: (live) => this.apply(live, key, signal, log),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, log),
+    });
+  }
 
-    if (!hasFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)) {
-      listener = await this.ctx.deps.client.mergePatch<AutoscalingListener>(
-        AutoscalingListenerKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(listener, withFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)),
-      );
-    }
+  /** Everything this controller remembers of a listener, dropped once it is gone. */
+  private forget(key: string): void {
+    this.ctx.deps.metrics?.forget(key);
+    this.ctx.configRefresh.forget(key);
+  }
 
-    let ars: AutoscalingRunnerSet;
-    try {
-      ars = await this.ctx.deps.cache.get<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        listener.spec.autoscalingRunnerSetNamespace ?? '',
-        listener.spec.autoscalingRunnerSetName ?? '',
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+  /** A live listener carrying the finalizer: what its pod needs, then the pod. */
+  private async apply(
+    listener: AutoscalingListener,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    const { namespace = '', name = '' } = listener.metadata ?? {};
+    const ars = await getIgnoringNotFound<AutoscalingRunnerSet>(
+      this.ctx.deps.cache,
+      AutoscalingRunnerSetKind,
+      listener.spec.autoscalingRunnerSetNamespace ?? '',
+      listener.spec.autoscalingRunnerSetName ?? '',
+    );
+    if (!ars) {
       // A listener of no scale set would scale nothing: it goes (upstream does the same).
       log.info('The listener has no AutoscalingRunnerSet; deleting it');
-      await deleteIgnoringNotFound(this.ctx, AutoscalingListenerKind, req.namespace, req.name);
+      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, namespace, name);
       return done;
     }
     this.ctx.deps.metrics?.labels(

@@ -7,20 +7,18 @@ import {
   integrityHash,
   listenerConfigSecretName,
 } from '@aro/api';
-import { Result, SecretKind } from '@aro/kube';
+import { Result, SecretKind, getIgnoringNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
-import { setCondition } from '../ephemeral-runner-set/scale-set-common';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
 import { buildConfigSecret, hashOf } from './listener-resources';
 import {
   type ListenerContext,
   applyListenerResource,
   patchListenerStatus,
-  readIgnoringNotFound,
-  requeueAfter,
   restartBackoffMs,
 } from './listener-context';
+import { setCondition } from '../shared/conditions';
 
 /** The listener's config Secret, built when `ListenerConfigRefresh` says so. */
 export class ListenerConfigWriter {
@@ -49,8 +47,8 @@ export class ListenerConfigWriter {
       metricsEndpoint: this.ctx.opts.metricsEndpoint,
     };
     const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
-    const current = await readIgnoringNotFound<V1Secret>(
-      this.ctx,
+    const current = await getIgnoringNotFound<V1Secret>(
+      this.ctx.deps.client,
       SecretKind,
       listener.metadata?.namespace ?? '',
       listenerConfigSecretName(listener.metadata?.name ?? ''),

@@ -4,16 +4,15 @@ import {
   AutoscalingListenerStatus,
   ResourceKind,
 } from '@aro/api';
-import { KubeClient, KubeObject, Reader, Result, isNotFound } from '@aro/kube';
+import { KubeObject, createOrReplace, exponentialBackoffMs, isNotFound, objectKey } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import type { SecretResolver } from '@aro/secrets';
 import { isDeepStrictEqual } from 'node:util';
-import type { EventRecorder } from '../events/event-recorder';
-import { describeError, exponentialBackoffMs } from '../ephemeral-runner-set/scale-set-common';
 import { ListenerConfigRefresh } from './listener-config-refresh';
 import type { ListenerMetrics } from './listener-metrics';
 import { hashOf } from './listener-resources';
+import { describeError } from '../shared/describe-error';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
  * their defaults, when each listener's config is due to be built again, and the small writes every
@@ -42,25 +41,8 @@ export interface AutoscalingListenerReconcilerOptions {
   credentialRefreshIntervalMs?: number;
 }
 
-export interface AutoscalingListenerReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
+export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
   metrics?: ListenerMetrics;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
-}
-
-export const done: Result = {};
-export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
-
-/** The result that comes back first: an immediate requeue, else the shorter wait. */
-export function sooner(a: Result, b: Result): Result {
-  if (a.requeue && a.requeueAfterMs === undefined) return a;
-  if (a.requeueAfterMs === undefined) return b;
-  if (b.requeueAfterMs === undefined) return a;
-  return a.requeueAfterMs <= b.requeueAfterMs ? a : b;
 }
 
 export interface ListenerContext {
@@ -98,20 +80,6 @@ export function restartBackoffMs(ctx: ListenerContext, restarts: number): number
   );
 }
 
-export async function readIgnoringNotFound<T extends KubeObject>(
-  ctx: ListenerContext,
-  kind: ResourceKind,
-  namespace: string,
-  name: string,
-): Promise<T | undefined> {
-  try {
-    return await ctx.deps.client.get<T>(kind, namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
 /**
  * Creates the object, or replaces it when its integrity hash differs from the desired one (the
  * hash covers only what this controller sets, so fields others add do not cause churn).
@@ -123,40 +91,14 @@ export async function applyListenerResource<T extends KubeObject>(
   log: Logger,
   read?: T,
 ): Promise<T> {
-  const namespace = desired.metadata?.namespace ?? '';
-  const name = desired.metadata?.name ?? '';
-  const current = read ?? (await readIgnoringNotFound<T>(ctx, kind, namespace, name));
-  if (!current) {
-    const created = await ctx.deps.client.create<T>(kind, desired);
-    log.info('Created a listener resource', { kind: kind.kind, object: `${namespace}/${name}` });
-    return created;
-  }
-  if (hashOf(current) === hashOf(desired)) return current;
-  const replaced = await ctx.deps.client.replace<T>(kind, {
-    ...desired,
-    metadata: { ...desired.metadata, resourceVersion: current.metadata?.resourceVersion },
+  const { object, operation } = await createOrReplace(ctx.deps.client, kind, desired, {
+    upToDate: (current) => hashOf(current) === hashOf(desired),
+    current: read,
   });
-  log.info('Updated a listener resource whose hash changed', {
-    kind: kind.kind,
-    object: `${namespace}/${name}`,
-  });
-  return replaced;
-}
-
-export async function deleteIgnoringNotFound(
-  ctx: ListenerContext,
-  kind: ResourceKind,
-  namespace: string,
-  name: string,
-  uid?: string,
-): Promise<boolean> {
-  try {
-    await ctx.deps.client.delete(kind, namespace, name, uid ? { preconditions: { uid } } : {});
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
+  const fields = { kind: kind.kind, object: objectKey(desired) };
+  if (operation === 'created') log.info('Created a listener resource', fields);
+  if (operation === 'replaced') log.info('Updated a listener resource whose hash changed', fields);
+  return object;
 }
 
 export async function patchListenerStatus(

@@ -1,29 +1,26 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import {
-  AUTOSCALING_LISTENER_FINALIZER,
-  AutoscalingListener,
-  AutoscalingListenerKind,
-  listenerConfigSecretName,
-} from '@aro/api';
+import { AutoscalingListener, listenerConfigSecretName } from '@aro/api';
 import {
   PodKind,
+  type Released,
   Result,
   RoleBindingKind,
   RoleKind,
   SecretKind,
   ServiceAccountKind,
+  deleteIgnoringNotFound,
   isNotFound,
+  released,
+  requeueAfter,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
-import { type ListenerContext, deleteIgnoringNotFound, done, requeueAfter } from './listener-context';
+import { type ListenerContext } from './listener-context';
 
 export class ListenerFinalizer {
   constructor(private readonly ctx: ListenerContext) {}
 
   /** Deletion: the pod first (it deletes its message session on SIGTERM), then what it used, then the finalizer. */
-  async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result> {
-    if (!hasFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)) return done;
+  async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result | Released> {
     const namespace = listener.metadata?.namespace ?? '';
     const name = listener.metadata?.name ?? '';
     const setNamespace = listener.spec.autoscalingRunnerSetNamespace ?? '';
@@ -32,7 +29,8 @@ export class ListenerFinalizer {
     try {
       const pod = await this.ctx.deps.client.get<V1Pod>(PodKind, namespace, name);
       podGone = false;
-      if (!pod.metadata?.deletionTimestamp) await deleteIgnoringNotFound(this.ctx, PodKind, namespace, name);
+      if (!pod.metadata?.deletionTimestamp)
+        await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -40,23 +38,11 @@ export class ListenerFinalizer {
       log.info('Waiting for the listener pod to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
-    await deleteIgnoringNotFound(this.ctx, SecretKind, namespace, listenerConfigSecretName(name));
-    await deleteIgnoringNotFound(this.ctx, RoleBindingKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx, RoleKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx, ServiceAccountKind, namespace, name);
-    try {
-      await this.ctx.deps.client.mergePatch(
-        AutoscalingListenerKind,
-        namespace,
-        name,
-        finalizersPatch(listener, withoutFinalizer(listener, AUTOSCALING_LISTENER_FINALIZER)),
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.configRefresh.forget(key);
-    log.info('Removed the finalizer of a deleted listener');
-    return done;
+    await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, listenerConfigSecretName(name));
+    await deleteIgnoringNotFound(this.ctx.deps.client, RoleBindingKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.deps.client, RoleKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
+    log.info('Everything the deleted listener used is gone; removing its finalizer');
+    return released();
   }
 }

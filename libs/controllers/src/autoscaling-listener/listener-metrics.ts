@@ -1,7 +1,7 @@
 import type { Counter, Gauge, Registry } from 'prom-client';
 import { getOrCreateCounter, getOrCreateGauge, metricsRegistry } from '@aro/observability';
-import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from '../ephemeral-runner-set/scale-set-common';
 import type { ConfigBuildReason } from './listener-config-refresh';
+import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from '../shared/scale-set-labels';
 
 type Label = (typeof SCALE_SET_METRIC_LABELS)[number];
 

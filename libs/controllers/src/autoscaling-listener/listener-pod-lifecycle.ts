@@ -6,18 +6,11 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { PodKind, Result, isNotFound } from '@aro/kube';
+import { PodKind, Result, isNotFound, deleteIgnoringNotFound, done, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { setCondition } from '../ephemeral-runner-set/scale-set-common';
 import { hashOf } from './listener-resources';
-import {
-  type ListenerContext,
-  deleteIgnoringNotFound,
-  done,
-  patchListenerStatus,
-  requeueAfter,
-  restartBackoffMs,
-} from './listener-context';
+import { type ListenerContext, patchListenerStatus, restartBackoffMs } from './listener-context';
+import { setCondition } from '../shared/conditions';
 
 type Ended = { reason: string; message: string } | undefined;
 
@@ -118,13 +111,17 @@ export class ListenerPodLifecycle {
         }),
       });
       this.ctx.deps.metrics?.set(key, false);
-      await deleteIgnoringNotFound(this.ctx, PodKind, namespace, name, pod.metadata?.uid);
+      await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name, {
+        uid: pod.metadata?.uid,
+      });
       return requeueAfter(waitMs);
     }
 
     if (hashOf(pod) !== hashOf(desired)) {
       log.info('The listener pod is out of date; recreating it');
-      await deleteIgnoringNotFound(this.ctx, PodKind, namespace, name, pod.metadata?.uid);
+      await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name, {
+        uid: pod.metadata?.uid,
+      });
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
 

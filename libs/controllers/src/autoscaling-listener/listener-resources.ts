@@ -21,7 +21,8 @@ import {
   integrityHash,
   listenerConfigSecretName,
 } from '@aro/api';
-import { controllerReference, mergedAnnotations } from '../ephemeral-runner-set/scale-set-common';
+import { controllerReference } from '@aro/kube';
+import { mergedAnnotations } from '../shared/scale-set-labels';
 
 const CONFIG_VOLUME = 'listener-config';
 

@@ -9,7 +9,7 @@ import {
   resourceVersionChangedPredicate,
 } from '@aro/kube';
 import { metricsRegistry } from '@aro/observability';
-import { ScaleSetControllerParts, eventRecorderFor } from '../ephemeral-runner-set/setup';
+import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
 import {
   AutoscalingListenerReconciler,
   type AutoscalingListenerReconcilerOptions,
@@ -18,7 +18,7 @@ import { ListenerMetrics } from './listener-metrics';
 
 export interface AutoscalingListenerControllerConfig extends AutoscalingListenerReconcilerOptions {
   maxConcurrentReconciles?: number;
-  events?: 'all' | 'failures' | 'none';
+  events?: EventsMode;
 }
 
 /** The listener a Role or RoleBinding belongs to, from the labels it carries (it lives in another namespace). */
@@ -34,19 +34,12 @@ function listenerOfLabels(object: V1Role): Array<{ namespace: string; name: stri
  * and ServiceAccounts (owned) and by their Roles and RoleBindings (by label). It runs only on the leader.
  */
 export function setupAutoscalingListenerController(
-  parts: ScaleSetControllerParts,
+  parts: ControllerParts,
   config: AutoscalingListenerControllerConfig = {},
 ): AutoscalingListenerReconciler {
+  const metrics = new ListenerMetrics(parts.registry ?? metricsRegistry());
   const reconciler = new AutoscalingListenerReconciler(
-    {
-      client: parts.client,
-      cache: parts.cache,
-      resolver: parts.resolver,
-      metrics: new ListenerMetrics(parts.registry ?? metricsRegistry()),
-      events: eventRecorderFor(parts, config.events),
-      logger: parts.logger,
-      now: parts.now,
-    },
+    { ...scaleSetReconcilerDeps(parts, config.events), metrics },
     config,
   );
   new ControllerBuilder(parts.manager, 'autoscalinglistener')

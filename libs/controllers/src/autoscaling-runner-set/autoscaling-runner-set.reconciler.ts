@@ -9,22 +9,26 @@ import {
   integrityHash,
 } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
-import { Reconciler, ReconcileContext, Request, Result, isNotFound } from '@aro/kube';
-import { configHolderOfScaleSet } from '@aro/secrets';
 import {
+  type FinalizerWriter,
+  ReconcileContext,
+  Reconciler,
+  Request,
+  Result,
+  done,
   finalizersPatch,
-  findCondition,
-  hasFinalizer,
-  setCondition,
-  withFinalizer,
-} from '../ephemeral-runner-set/scale-set-common';
+  requeueAfter,
+  withoutFinalizers,
+  reconcileFinalized,
+  requestKey,
+} from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { configHolderOfScaleSet } from '@aro/secrets';
 import { desiredRunnerSpec, runnerScaleSetHash } from './runner-scale-set-resources';
 import {
   type AutoscalingRunnerSetReconcilerDeps,
   type AutoscalingRunnerSetReconcilerOptions,
   type ScaleSetContext,
-  done,
-  requeueAfter,
   scaleSetContext,
 } from './runner-scale-set-context';
 import { ListenerSync } from './listener-sync';
@@ -32,6 +36,7 @@ import { RunnerSetSync } from './runner-set-sync';
 import { ScaleSetFinalizer } from './scale-set-finalizer';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
+import { findCondition, setCondition } from '../shared/conditions';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -64,41 +69,60 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    let ars: AutoscalingRunnerSet;
-    try {
-      ars = await this.ctx.deps.cache.get<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.failures.delete(key);
-      this.ctx.lastChecked.delete(key);
-      return done;
-    }
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
     const callSignal = (): AbortSignal =>
       AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
+    return reconcileFinalized<AutoscalingRunnerSet>(req, {
+      reader: this.ctx.deps.cache,
+      kind: AutoscalingRunnerSetKind,
+      finalizer: { name: AUTOSCALING_RUNNER_SET_FINALIZER },
+      write: this.writeFinalizers,
+      forget: (gone) => this.forget(gone),
+      apply: (live) => this.apply(live, key, signal, callSignal, log),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, callSignal, log),
+    });
+  }
 
-    if (ars.metadata?.deletionTimestamp) return this.finalizer.finalize(ars, key, callSignal, log);
+  /**
+   * The finalizer's removal is patched from the set as it is now, not as the pass read it: the
+   * cleanup wrote to the set (its scale set annotations), so the version read would be refused.
+   */
+  private readonly writeFinalizers: FinalizerWriter<AutoscalingRunnerSet> = async (obj, patch, step) => {
+    const { namespace = '', name = '' } = obj.metadata ?? {};
+    const client = this.ctx.deps.client;
+    if (step === 'add')
+      return client.mergePatch<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name, patch);
+    const latest = await client.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name);
+    return client.mergePatch<AutoscalingRunnerSet>(
+      AutoscalingRunnerSetKind,
+      namespace,
+      name,
+      finalizersPatch(latest, withoutFinalizers(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
+    );
+  };
 
-    if (!hasFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)) {
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(ars, withFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)),
-      );
-    }
+  /** Everything this controller remembers of a set, dropped once the set is gone. */
+  private forget(key: string): void {
+    this.ctx.failures.forget(key);
+    this.ctx.lastChecked.delete(key);
+  }
 
+  /** A live set carrying the finalizer: its scale set, its runner set, its listener. */
+  private async apply(
+    ars: AutoscalingRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    callSignal: () => AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
+    const { namespace: reqNamespace = '', name: reqName = '' } = ars.metadata ?? {};
     const hash = runnerScaleSetHash(ars);
     if (ars.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
       ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
-        req.namespace,
-        req.name,
+        reqNamespace,
+        reqName,
         {
           metadata: { annotations: { [Annotations.integrityHash]: hash } },
         },

@@ -8,9 +8,11 @@ import {
   ServiceAccountKind,
   isForbidden,
   isNotFound,
+  finalizersPatch,
+  hasFinalizer,
+  withoutFinalizers,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { finalizersPatch, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
 
 /**
  * The objects the gha-runner-scale-set chart creates beside the AutoscalingRunnerSet, named in its
@@ -51,7 +53,7 @@ async function stillProtected(
   if (!name) return undefined;
   try {
     const object = await client.get<KubeObject>(kind, namespace, name);
-    return object.metadata?.finalizers?.includes(CLEANUP_PROTECTION_FINALIZER) ? object : undefined;
+    return hasFinalizer(object, CLEANUP_PROTECTION_FINALIZER) ? object : undefined;
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -71,7 +73,7 @@ async function release(
       kind,
       namespace,
       name,
-      finalizersPatch(object, withoutFinalizer(object, CLEANUP_PROTECTION_FINALIZER)),
+      finalizersPatch(object, withoutFinalizers(object, CLEANUP_PROTECTION_FINALIZER)),
     );
     log.info('Removed the cleanup protection of a chart-created object', { kind: kind.kind, object: name });
   } catch (err) {

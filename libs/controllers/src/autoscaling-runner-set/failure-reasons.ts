@@ -7,7 +7,7 @@ import {
   isUnauthorized,
 } from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
-import { describeError } from '../ephemeral-runner-set/scale-set-common';
+import { describeError } from '../shared/describe-error';
 
 export interface ClassifiedFailure {
   reason: string;

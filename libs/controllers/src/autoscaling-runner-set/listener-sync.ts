@@ -8,12 +8,12 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import { Result, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { findCondition, setCondition } from '../ephemeral-runner-set/scale-set-common';
 import { ListenerSettings, buildAutoscalingListener, listenerNameOf } from './runner-scale-set-resources';
-import { type ScaleSetContext, done } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ScaleSetStatusWriter } from './scale-set-status';
+import { findCondition, setCondition } from '../shared/conditions';
 
 /** The set's AutoscalingListener, in the controller namespace: created, recreated on change, refused without an image. */
 export class ListenerSync {

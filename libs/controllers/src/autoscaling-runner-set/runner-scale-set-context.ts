@@ -1,8 +1,6 @@
-import { KubeClient, Reader, Result } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
+import { ExponentialBackoffRateLimiter } from '@aro/kube';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, and per set the failures in a row (the backoff) and when the service was last
@@ -32,24 +30,14 @@ export interface AutoscalingRunnerSetReconcilerOptions {
   actionsCallTimeoutMs?: number;
 }
 
-export interface AutoscalingRunnerSetReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
-}
-
-export const done: Result = {};
-export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
+export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
 
 export interface ScaleSetContext {
   deps: AutoscalingRunnerSetReconcilerDeps;
   opts: Required<AutoscalingRunnerSetReconcilerOptions>;
   now: () => number;
-  /** Per set: failures in a row to reach the service, for the backoff. */
-  failures: Map<string, number>;
+  /** Per set: failures in a row to reach the service, and the wait before the next attempt. */
+  failures: ExponentialBackoffRateLimiter;
   /** Per set: when the service last said the scale set exists. */
   lastChecked: Map<string, number>;
 }
@@ -58,23 +46,24 @@ export function scaleSetContext(
   deps: AutoscalingRunnerSetReconcilerDeps,
   options: AutoscalingRunnerSetReconcilerOptions,
 ): ScaleSetContext {
+  const opts: Required<AutoscalingRunnerSetReconcilerOptions> = {
+    controllerNamespace: options.controllerNamespace,
+    listenerImage: options.listenerImage,
+    listenerImagePullSecrets: options.listenerImagePullSecrets ?? [],
+    excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
+    updateStrategy: options.updateStrategy ?? 'eventual',
+    scaleSetCheckIntervalMs: options.scaleSetCheckIntervalMs ?? 5 * 60_000,
+    errorBackoffBaseMs: options.errorBackoffBaseMs ?? 5_000,
+    errorBackoffMaxMs: options.errorBackoffMaxMs ?? 5 * 60_000,
+    deletionPollMs: options.deletionPollMs ?? 5_000,
+    drainPollMs: options.drainPollMs ?? 1_000,
+    actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
+  };
   return {
     deps,
+    opts,
     now: deps.now ?? Date.now,
-    failures: new Map(),
+    failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs),
     lastChecked: new Map(),
-    opts: {
-      controllerNamespace: options.controllerNamespace,
-      listenerImage: options.listenerImage,
-      listenerImagePullSecrets: options.listenerImagePullSecrets ?? [],
-      excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
-      updateStrategy: options.updateStrategy ?? 'eventual',
-      scaleSetCheckIntervalMs: options.scaleSetCheckIntervalMs ?? 5 * 60_000,
-      errorBackoffBaseMs: options.errorBackoffBaseMs ?? 5_000,
-      errorBackoffMaxMs: options.errorBackoffMaxMs ?? 5 * 60_000,
-      deletionPollMs: options.deletionPollMs ?? 5_000,
-      drainPollMs: options.drainPollMs ?? 1_000,
-      actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
-    },
   };
 }

@@ -11,12 +11,8 @@ import {
   autoscalingListenerName,
   integrityHash,
 } from '@aro/api';
-import {
-  controllerReference,
-  githubUrlLabels,
-  mergedAnnotations,
-  propagatedLabels,
-} from '../ephemeral-runner-set/scale-set-common';
+import { controllerReference } from '@aro/kube';
+import { githubUrlLabels, mergedAnnotations, propagatedLabels } from '../shared/scale-set-labels';
 
 /** Upstream gives a listener of a set without maxRunners this bound (Go's math.MaxInt32). */
 export const UNBOUNDED_MAX_RUNNERS = 2_147_483_647;

@@ -7,13 +7,13 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import { Result, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { findCondition } from '../ephemeral-runner-set/scale-set-common';
 import { buildEphemeralRunnerSet, desiredRunnerSetMeta } from './runner-scale-set-resources';
-import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
+import { findCondition } from '../shared/conditions';
 
 /** The set's EphemeralRunnerSet: created, its metadata kept, its runner spec updated (after a drain). */
 export class RunnerSetSync {

@@ -1,22 +1,28 @@
 import {
-  AUTOSCALING_RUNNER_SET_FINALIZER,
   Annotations,
   AutoscalingListenerKind,
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
   DEFAULT_RUNNER_GROUP,
   EphemeralRunnerSetKind,
+  ResourceKind,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import {
+  type Released,
+  Result,
+  deleteIgnoringNotFound,
+  getIgnoringNotFound,
+  released,
+  requeueAfter,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from '../ephemeral-runner-set/scale-set-common';
 import { removeCleanupProtection } from './cleanup-protection';
 import { classifyScaleSetFailure } from './failure-reasons';
 import { listenerNameOf, scaleSetIdOf } from './runner-scale-set-resources';
 import { runnerGroupId } from './scale-set-registration';
-import { type ScaleSetContext, done, requeueAfter } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
 
@@ -37,8 +43,7 @@ export class ScaleSetFinalizer {
     key: string,
     callSignal: () => AbortSignal,
     log: Logger,
-  ): Promise<Result> {
-    if (!hasFinalizer(ars, AUTOSCALING_RUNNER_SET_FINALIZER)) return done;
+  ): Promise<Result | Released> {
     const namespace = ars.metadata?.namespace ?? '';
     const name = ars.metadata?.name ?? '';
     const listenerName = listenerNameOf(ars);
@@ -48,11 +53,7 @@ export class ScaleSetFinalizer {
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     if (await this.exists(EphemeralRunnerSetKind, namespace, name)) {
-      try {
-        await this.ctx.deps.client.delete(EphemeralRunnerSetKind, namespace, name);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await deleteIgnoringNotFound(this.ctx.deps.client, EphemeralRunnerSetKind, namespace, name);
       log.info('Waiting for the EphemeralRunnerSet and its runners to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
@@ -85,21 +86,8 @@ export class ScaleSetFinalizer {
       });
     }
     await removeCleanupProtection(this.ctx.deps.client, ars, log);
-    const latest = await this.ctx.deps.client.get<AutoscalingRunnerSet>(
-      AutoscalingRunnerSetKind,
-      namespace,
-      name,
-    );
-    await this.ctx.deps.client.mergePatch(
-      AutoscalingRunnerSetKind,
-      namespace,
-      name,
-      finalizersPatch(latest, withoutFinalizer(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
-    );
-    this.ctx.failures.delete(key);
-    this.ctx.lastChecked.delete(key);
-    log.info('Removed the finalizer of a deleted AutoscalingRunnerSet');
-    return done;
+    log.info('Everything the deleted AutoscalingRunnerSet held is released; removing its finalizer');
+    return released();
   }
 
   /**
@@ -150,17 +138,7 @@ export class ScaleSetFinalizer {
     }
   }
 
-  private async exists(
-    kind: typeof AutoscalingListenerKind,
-    namespace: string,
-    name: string,
-  ): Promise<boolean> {
-    try {
-      await this.ctx.deps.client.get(kind, namespace, name);
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
+  private async exists(kind: ResourceKind, namespace: string, name: string): Promise<boolean> {
+    return (await getIgnoringNotFound(this.ctx.deps.client, kind, namespace, name)) !== undefined;
   }
 }

@@ -9,16 +9,12 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound } from '@aro/kube';
+import { Result, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import {
-  describeError,
-  exponentialBackoffMs,
-  findCondition,
-  setCondition,
-} from '../ephemeral-runner-set/scale-set-common';
 import { classifyScaleSetFailure } from './failure-reasons';
-import { type ScaleSetContext, requeueAfter } from './runner-scale-set-context';
+import { type ScaleSetContext } from './runner-scale-set-context';
+import { describeError } from '../shared/describe-error';
+import { findCondition, setCondition } from '../shared/conditions';
 
 /** The set's status: conditions, phase and the counts mirrored from its EphemeralRunnerSet. */
 export class ScaleSetStatusWriter {
@@ -27,13 +23,8 @@ export class ScaleSetStatusWriter {
   /** Condition + Warning Event with the cause, and a growing wait before the next attempt. */
   async recordFailure(ars: AutoscalingRunnerSet, key: string, err: unknown, log: Logger): Promise<Result> {
     const failure = classifyScaleSetFailure(err, ars.spec.proxy);
-    const attempts = (this.ctx.failures.get(key) ?? 0) + 1;
-    this.ctx.failures.set(key, attempts);
-    const waitMs = exponentialBackoffMs(
-      attempts,
-      this.ctx.opts.errorBackoffBaseMs,
-      this.ctx.opts.errorBackoffMaxMs,
-    );
+    const waitMs = this.ctx.failures.when(key);
+    const attempts = this.ctx.failures.numRequeues(key);
     log.warn('Cannot reach the runner scale set on the Actions service', {
       reason: failure.reason,
       attempts,
@@ -61,7 +52,8 @@ export class ScaleSetStatusWriter {
 
   /** `ScaleSetReady=True` once the scale set is reachable again (or for the first time). */
   async markReady(ars: AutoscalingRunnerSet, key: string, scaleSetId: number): Promise<void> {
-    const hadFailures = this.ctx.failures.delete(key);
+    const hadFailures = this.ctx.failures.numRequeues(key) > 0;
+    this.ctx.failures.forget(key);
     const ready = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
     if (hadFailures || ready?.status !== 'True') {
       await this.patchStatus(ars, {

@@ -1,7 +1,6 @@
 import { Annotations, AutoscalingRunnerSet, AutoscalingRunnerSetKind, ScaleSetReasons } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
 import type { Logger } from '@aro/observability';
-import { githubUrlLabels } from '../ephemeral-runner-set/scale-set-common';
 import { runnerGroupName, scaleSetIdOf, scaleSetName } from './runner-scale-set-resources';
 import {
   findOrCreateScaleSet,
@@ -10,6 +9,7 @@ import {
   scaleSetById,
 } from './scale-set-registration';
 import { type ScaleSetContext } from './runner-scale-set-context';
+import { githubUrlLabels } from '../shared/scale-set-labels';
 
 export class ScaleSetSync {
   constructor(private readonly ctx: ScaleSetContext) {}

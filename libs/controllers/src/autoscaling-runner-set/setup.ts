@@ -5,7 +5,7 @@ import {
   EphemeralRunnerSetKind,
 } from '@aro/api';
 import { ControllerBuilder, resourceVersionChangedPredicate } from '@aro/kube';
-import { ScaleSetControllerParts, eventRecorderFor } from '../ephemeral-runner-set/setup';
+import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
 import {
   AutoscalingRunnerSetReconciler,
   type AutoscalingRunnerSetReconcilerOptions,
@@ -13,7 +13,7 @@ import {
 
 export interface AutoscalingRunnerSetControllerConfig extends AutoscalingRunnerSetReconcilerOptions {
   maxConcurrentReconciles?: number;
-  events?: 'all' | 'failures' | 'none';
+  events?: EventsMode;
 }
 
 /**
@@ -22,20 +22,10 @@ export interface AutoscalingRunnerSetControllerConfig extends AutoscalingRunnerS
  * they are mapped back by their spec, not by an owner reference). It runs only on the leader.
  */
 export function setupAutoscalingRunnerSetController(
-  parts: ScaleSetControllerParts,
+  parts: ControllerParts,
   config: AutoscalingRunnerSetControllerConfig,
 ): AutoscalingRunnerSetReconciler {
-  const reconciler = new AutoscalingRunnerSetReconciler(
-    {
-      client: parts.client,
-      cache: parts.cache,
-      resolver: parts.resolver,
-      events: eventRecorderFor(parts, config.events),
-      logger: parts.logger,
-      now: parts.now,
-    },
-    config,
-  );
+  const reconciler = new AutoscalingRunnerSetReconciler(scaleSetReconcilerDeps(parts, config.events), config);
   new ControllerBuilder(parts.manager, 'autoscalingrunnerset')
     .for(AutoscalingRunnerSetKind)
     .owns(EphemeralRunnerSetKind)

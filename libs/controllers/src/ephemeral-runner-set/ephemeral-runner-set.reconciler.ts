@@ -6,16 +6,23 @@ import {
   EphemeralRunnerSetPhase,
   integrityHash,
 } from '@aro/api';
-import { Reconciler, ReconcileContext, Request, Result, isNotFound } from '@aro/kube';
+import {
+  ReconcileContext,
+  Reconciler,
+  Request,
+  Result,
+  patchingFinalizers,
+  requeueAfter,
+  reconcileFinalized,
+  requestKey,
+} from '@aro/kube';
+import type { Logger } from '@aro/observability';
 import { runnersByState } from './runner-states';
-import { finalizersPatch, hasFinalizer, withFinalizer } from './scale-set-common';
 import {
   type EphemeralRunnerSetReconcilerDeps,
   type EphemeralRunnerSetReconcilerOptions,
   type RunnerSetContext,
-  done,
   ownedRunners,
-  requeueAfter,
   runnerSetContext,
 } from './runner-set-context';
 import { RunnerProxySecret } from './runner-proxy-secret';
@@ -67,35 +74,33 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.finalizer = new RunnerSetFinalizer(this.ctx, removal, this.status);
   }
 
-  async reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = `${req.namespace}/${req.name}`;
-    let set: EphemeralRunnerSet;
-    try {
-      set = await this.ctx.deps.cache.get<EphemeralRunnerSet>(
-        EphemeralRunnerSetKind,
-        req.namespace,
-        req.name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.ctx.deps.metrics?.forget(key);
-      this.ctx.expectations.forget(key);
-      this.ctx.failureBackoff.delete(key);
-      return done;
-    }
+  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
+    const key = requestKey(req);
+    return reconcileFinalized<EphemeralRunnerSet>(req, {
+      reader: this.ctx.deps.cache,
+      kind: EphemeralRunnerSetKind,
+      finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
+      write: patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
+      forget: (gone) => this.forget(gone),
+      apply: (live) => this.apply(live, key, signal, log),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, key, signal, log),
+    });
+  }
 
-    if (set.metadata?.deletionTimestamp) return this.finalizer.finalize(set, key, signal, log);
+  /** Everything this controller remembers of a set, dropped once the set is gone. */
+  private forget(key: string): void {
+    this.ctx.deps.metrics?.forget(key);
+    this.ctx.expectations.forget(key);
+    this.ctx.failureBackoff.delete(key);
+  }
 
-    if (!hasFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)) {
-      set = await this.ctx.deps.client.mergePatch<EphemeralRunnerSet>(
-        EphemeralRunnerSetKind,
-        req.namespace,
-        req.name,
-        finalizersPatch(set, withFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
-      );
-      log.debug('Added the finalizer');
-    }
-
+  /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
+  private async apply(
+    set: EphemeralRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result> {
     const runners = await ownedRunners(this.ctx, set);
     const waitMs = this.ctx.expectations.pendingMs(key, runners);
     if (waitMs > 0) {

@@ -6,6 +6,5 @@ export {
 export { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 export { buildEphemeralRunner, buildRunnerProxySecret, proxySecretData } from './runner-set-resources';
 export { idleRunnerCandidates, runnersByState, type RunnersByState } from './runner-states';
-export * from './scale-set-common';
 export * from './setup';
 export * from './ephemeral-runner-set.module';

@@ -1,11 +1,11 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
-import { SecretKind, isNotFound } from '@aro/kube';
+import { SecretKind, isNotFound, deleteIgnoringNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
 import { isDeepStrictEqual } from 'node:util';
 import { buildRunnerProxySecret, proxySecretData } from './runner-set-resources';
-import { type RunnerSetContext, deleteIgnoringNotFound } from './runner-set-context';
+import { type RunnerSetContext } from './runner-set-context';
 
 export class RunnerProxySecret {
   constructor(private readonly ctx: RunnerSetContext) {}

@@ -4,8 +4,8 @@ import { isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
 import { RunnersByState, idleRunnerCandidates } from './runner-states';
-import { describeError } from './scale-set-common';
 import type { RunnerSetContext } from './runner-set-context';
+import { describeError } from '../shared/describe-error';
 
 /**
  * How runners leave a set: a registration is removed before its runner is deleted, so a runner the
@@ -136,7 +136,7 @@ export class RunnerRemoval {
       await this.ctx.deps.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
         preconditions: { uid: runner.metadata?.uid },
       });
-      this.ctx.expectations.deleted(key, name);
+      this.ctx.expectations.expectDeletion(key, name);
       log.debug('Deleted a runner', { runner: name, why, phase: runner.status?.phase });
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -1,12 +1,8 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { KubeClient, Reader, Result, SecretKind, isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
+import { Expectations, isControlledBy } from '@aro/kube';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
-import { RunnerSetExpectations } from './runner-set-expectations';
-import { isControlledBy } from './scale-set-common';
 
+import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
  * What the parts of the EphemeralRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, the cache-lag expectations and the Failed-runner backoff of each set. Each part
@@ -28,18 +24,9 @@ export interface EphemeralRunnerSetReconcilerOptions {
   publishMetrics?: boolean;
 }
 
-export interface EphemeralRunnerSetReconcilerDeps {
-  client: KubeClient;
-  cache: Reader;
-  resolver: SecretResolver;
+export interface EphemeralRunnerSetReconcilerDeps extends ScaleSetReconcilerDeps {
   metrics?: EphemeralRunnerSetMetrics;
-  events?: EventRecorder;
-  logger: Logger;
-  now?: () => number;
 }
-
-export const done: Result = {};
-export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
 
 /** Replacement of Failed runners: how many are owed, and when the next may be made. */
 export interface FailureBackoff {
@@ -53,7 +40,7 @@ export interface RunnerSetContext {
   opts: Required<EphemeralRunnerSetReconcilerOptions>;
   now: () => number;
   /** Creations and deletions of the last pass the cache does not show yet. */
-  expectations: RunnerSetExpectations;
+  expectations: Expectations;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
   failureBackoff: Map<string, FailureBackoff>;
 }
@@ -66,7 +53,7 @@ export function runnerSetContext(
   return {
     deps,
     now,
-    expectations: new RunnerSetExpectations(30_000, now),
+    expectations: new Expectations(30_000, now),
     failureBackoff: new Map(),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
@@ -88,17 +75,4 @@ export async function ownedRunners(
     namespace: set.metadata?.namespace,
   });
   return all.filter((r) => isControlledBy(r, set));
-}
-
-export async function deleteIgnoringNotFound(
-  client: KubeClient,
-  kind: typeof SecretKind,
-  namespace: string,
-  name: string,
-): Promise<void> {
-  try {
-    await client.delete(kind, namespace, name);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
 }

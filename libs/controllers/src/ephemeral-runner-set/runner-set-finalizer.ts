@@ -1,20 +1,8 @@
-import {
-  EPHEMERAL_RUNNER_SET_FINALIZER,
-  EphemeralRunnerSet,
-  EphemeralRunnerSetKind,
-  runnerProxySecretName,
-} from '@aro/api';
-import { Result, SecretKind, isNotFound } from '@aro/kube';
+import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
+import { type Released, Result, SecretKind, deleteIgnoringNotFound, released, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { runnersByState } from './runner-states';
-import { finalizersPatch, hasFinalizer, withoutFinalizer } from './scale-set-common';
-import {
-  type RunnerSetContext,
-  done,
-  requeueAfter,
-  ownedRunners,
-  deleteIgnoringNotFound,
-} from './runner-set-context';
+import { type RunnerSetContext, ownedRunners } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
 import type { RunnerSetStatusWriter } from './runner-set-status';
 
@@ -27,10 +15,14 @@ export class RunnerSetFinalizer {
 
   /**
    * Deleting the set: every runner goes, registration first; runners with a job are waited for (they
-   * leave by themselves when it ends). Then the proxy secret, then the finalizer.
+   * leave by themselves when it ends). Then the proxy secret; then the finalizer may go.
    */
-  async finalize(set: EphemeralRunnerSet, key: string, signal: AbortSignal, log: Logger): Promise<Result> {
-    if (!hasFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)) return done;
+  async finalize(
+    set: EphemeralRunnerSet,
+    key: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): Promise<Result | Released> {
     const runners = await ownedRunners(this.ctx, set);
     const states = runnersByState(runners);
     this.status.publishCounts(set, key, states);
@@ -47,20 +39,7 @@ export class RunnerSetFinalizer {
       namespace,
       runnerProxySecretName(set.metadata?.name ?? '', namespace),
     );
-    try {
-      await this.ctx.deps.client.mergePatch(
-        EphemeralRunnerSetKind,
-        namespace,
-        set.metadata?.name ?? '',
-        finalizersPatch(set, withoutFinalizer(set, EPHEMERAL_RUNNER_SET_FINALIZER)),
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.expectations.forget(key);
-    this.ctx.failureBackoff.delete(key);
-    log.info('Removed the finalizer of a deleted set');
-    return done;
+    log.info('Every runner of the deleted set is gone; removing its finalizer');
+    return released();
   }
 }

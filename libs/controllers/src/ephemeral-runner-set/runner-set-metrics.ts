@@ -1,6 +1,6 @@
 import type { Gauge, Registry } from 'prom-client';
 import { getOrCreateGauge, metricsRegistry } from '@aro/observability';
-import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from './scale-set-common';
+import { SCALE_SET_METRIC_LABELS, ScaleSetMetricLabels } from '../shared/scale-set-labels';
 
 type Label = (typeof SCALE_SET_METRIC_LABELS)[number];
 

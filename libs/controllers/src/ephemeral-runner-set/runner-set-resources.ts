@@ -12,7 +12,8 @@ import {
   runnerProxySecretName,
 } from '@aro/api';
 import type { ProxySettings } from '@aro/actions';
-import { controllerReference, mergedAnnotations, propagatedLabels } from './scale-set-common';
+import { controllerReference } from '@aro/kube';
+import { mergedAnnotations, propagatedLabels } from '../shared/scale-set-labels';
 
 /**
  * A new EphemeralRunner of the set: `generateName: <set>-runner-`, the set's labels (component

@@ -1,10 +1,9 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, ScaleSetReasons } from '@aro/api';
-import { Result } from '@aro/kube';
+import { Result, exponentialBackoffMs, done, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { buildEphemeralRunner } from './runner-set-resources';
 import { RunnersByState } from './runner-states';
-import { exponentialBackoffMs } from './scale-set-common';
-import { type RunnerSetContext, done, requeueAfter } from './runner-set-context';
+import { type RunnerSetContext } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
 
 /** Scaling by the listener's patch protocol (the reconciler's doc says how). */
@@ -111,7 +110,7 @@ export class RunnerSetScaling {
         EphemeralRunnerKind,
         buildEphemeralRunner(set, this.ctx.opts.excludeLabelPropagationPrefixes),
       );
-      this.ctx.expectations.created(key, created.metadata?.name ?? '');
+      this.ctx.expectations.expectCreation(key, created.metadata?.name ?? '');
     }
   }
 }

@@ -10,8 +10,9 @@ import { isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { RunnersByState } from './runner-states';
-import { findCondition, scaleSetMetricLabels, setCondition } from './scale-set-common';
 import { type RunnerSetContext } from './runner-set-context';
+import { findCondition, setCondition } from '../shared/conditions';
+import { scaleSetMetricLabels } from '../shared/scale-set-labels';
 
 /** The set's counts: its status (written only when it changed) and its gauges. */
 export class RunnerSetStatusWriter {

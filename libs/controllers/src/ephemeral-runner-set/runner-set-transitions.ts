@@ -5,10 +5,10 @@ import {
   EphemeralRunnerSetPhase,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result } from '@aro/kube';
+import { Result, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnersByState } from './runner-states';
-import { type RunnerSetContext, done } from './runner-set-context';
+import { type RunnerSetContext } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
 import type { RunnerSetStatusWriter } from './runner-set-status';
 import type { RunnerProxySecret } from './runner-proxy-secret';

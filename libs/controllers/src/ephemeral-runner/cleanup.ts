@@ -3,7 +3,8 @@ import { EphemeralRunner, Labels } from '@aro/api';
 import { DeleteOptions, PodKind, SecretKind, ignoreNotFound, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podDeleteOptions, podTerminated } from './pod-state';
-import { type RunnerContext, describe } from './reconciler-context';
+import { type RunnerContext } from './reconciler-context';
+import { describeError } from '../shared/describe-error';
 
 /** Deletes what a runner owns: its pod and jitconfig secret, and what its container hook made. */
 export class RunnerCleanup {
@@ -24,7 +25,7 @@ export class RunnerCleanup {
           .delete(PodKind, namespace, name, this.podDeleteOptions(pod))
           .catch(ignoreNotFound);
       } catch (err) {
-        throw new Error(`failed to delete the runner pod: ${describe(err)}`, { cause: err });
+        throw new Error(`failed to delete the runner pod: ${describeError(err)}`, { cause: err });
       }
     }
 
@@ -36,7 +37,7 @@ export class RunnerCleanup {
       try {
         await this.ctx.deps.client.delete(SecretKind, namespace, name).catch(ignoreNotFound);
       } catch (err) {
-        throw new Error(`failed to delete the jitconfig secret: ${describe(err)}`, { cause: err });
+        throw new Error(`failed to delete the jitconfig secret: ${describeError(err)}`, { cause: err });
       }
       this.ctx.jitSecrets.markSecretDeleted(runner);
     }
@@ -52,7 +53,7 @@ export class RunnerCleanup {
       try {
         items = await this.ctx.deps.client.list<V1Pod | V1Secret>(kind, { namespace, labelSelector });
       } catch (err) {
-        errors.push(new Error(`failed to list runner-linked ${what}s: ${describe(err)}`));
+        errors.push(new Error(`failed to list runner-linked ${what}s: ${describeError(err)}`));
         return;
       }
       for (const item of items) {
@@ -69,7 +70,7 @@ export class RunnerCleanup {
             .catch(ignoreNotFound);
         } catch (err) {
           errors.push(
-            new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describe(err)}`),
+            new Error(`failed to delete runner-linked ${what} ${item.metadata?.name}: ${describeError(err)}`),
           );
         }
       }

@@ -20,10 +20,13 @@ import {
   finalizer,
   isConflict,
   isNotFound,
+  done,
+  removeFinalizer,
+  requeueAfter,
+  Expectations,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnerCleanup } from './cleanup';
-import { CreationExpectations } from './creation-expectations';
 import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs } from './failure-backoff';
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
@@ -33,9 +36,6 @@ import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
-  done,
-  removeFinalizer,
-  requeueAfter,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
@@ -48,8 +48,17 @@ export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } 
 /** The status reason (and Event reason) of a runner that has no spec. */
 export const REASON_INVALID_SPEC = 'InvalidSpec';
 
-/** The finalizers an EphemeralRunner carries while this controller drives it, added in one write. */
-const FINALIZERS = { name: EPHEMERAL_RUNNER_FINALIZER, also: [EPHEMERAL_RUNNER_ACTIONS_FINALIZER] };
+/**
+ * The finalizers an EphemeralRunner carries while this controller drives it, added in one write.
+ * Without the version lock: a pass acts only on a runner the cache shows past this controller's own
+ * writes (OwnWrites), and no other writer sets a runner's finalizers (its set creates it with them),
+ * so a lock would only add 409s and retried passes where the cache is behind on a status write.
+ */
+const FINALIZERS = {
+  name: EPHEMERAL_RUNNER_FINALIZER,
+  also: [EPHEMERAL_RUNNER_ACTIONS_FINALIZER],
+  optimisticLock: false,
+};
 
 /**
  * The EphemeralRunner reconciler: one runner, one pod, one job, and a registration on the Actions
@@ -66,7 +75,7 @@ const FINALIZERS = { name: EPHEMERAL_RUNNER_FINALIZER, also: [EPHEMERAL_RUNNER_A
  */
 export class EphemeralRunnerReconciler implements Reconciler {
   private readonly ctx: RunnerContext;
-  private readonly podCreations: CreationExpectations;
+  private readonly podCreations: Expectations;
   private readonly status: RunnerStatusWriter;
   private readonly cleanup: RunnerCleanup;
   private readonly registration: RunnerFinalization;
@@ -85,7 +94,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       slowRetries: new SlowRetries(),
       jitSecrets: new KnownJitSecrets(),
     };
-    this.podCreations = new CreationExpectations(30_000, now);
+    this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
     this.cleanup = new RunnerCleanup(this.ctx);
     this.registration = new RunnerFinalization(this.ctx, this.status, this.cleanup);
@@ -111,6 +120,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.ctx.slowRetries.reset(key);
       this.ctx.jitSecrets.forget(key);
       this.registration.forget(key);
+      this.podCreations.forget(key);
       return done;
     }
 
@@ -277,10 +287,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
     let pod: V1Pod;
     try {
       pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
-      this.podCreations.observed(key);
+      this.podCreations.pendingMs(key, [pod]);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      const lag = this.podCreations.remainingMs(key);
+      const lag = this.podCreations.pendingMs(key, []);
       if (lag > 0) {
         log.debug('The pod this controller created has not reached the cache yet; its event will follow');
         return requeueAfter(lag);

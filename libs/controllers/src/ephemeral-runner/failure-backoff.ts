@@ -1,3 +1,5 @@
+import { exponentialBackoffMs } from '@aro/kube';
+
 /** The first step of the schedule; tests shrink it, as upstream's suite does, to keep runs short. */
 export const DEFAULT_FAILURE_BACKOFF_BASE_MS = 5_000;
 
@@ -9,9 +11,8 @@ export const DEFAULT_FAILURE_BACKOFF_BASE_MS = 5_000;
  * retries instead of hammering a broken image.
  */
 export function failureBackoffMs(failures: number, baseMs = DEFAULT_FAILURE_BACKOFF_BASE_MS): number {
-  if (failures <= 0) return 0;
   // Capped so that an absurd limit cannot overflow into a timer Node refuses (max ~24.8 days).
-  return Math.min(baseMs * 2 ** (failures - 1), 24 * 60 * 60 * 1000);
+  return exponentialBackoffMs(failures, baseMs, 24 * 60 * 60 * 1000);
 }
 
 /** The default number of pod failures after which the EphemeralRunner is recreated, as upstream. */

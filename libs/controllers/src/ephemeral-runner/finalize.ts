@@ -1,17 +1,19 @@
 import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, hasContainerHookConfigured } from '@aro/api';
 import { isJobStillRunning } from '@aro/actions';
-import { LazyCopy, type Released, type Result, isConflict, isNotFound, released } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import type { RunnerCleanup } from './cleanup';
 import {
-  BUSY_RUNNER_REQUEUE_MS,
-  type RunnerContext,
-  describe,
+  LazyCopy,
+  type Released,
+  type Result,
+  isConflict,
+  isNotFound,
+  released,
   hasFinalizer,
   removeFinalizer,
   requeueAfter,
-  runnerKey,
-} from './reconciler-context';
+} from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { RunnerCleanup } from './cleanup';
+import { BUSY_RUNNER_REQUEUE_MS, type RunnerContext, runnerKey } from './reconciler-context';
 import {
   ActionsClientGetter,
   onceAsync,
@@ -20,6 +22,7 @@ import {
   runnerSelfDeregistered,
 } from './runner-registration';
 import type { RunnerStatusWriter } from './status-writer';
+import { describeError } from '../shared/describe-error';
 
 /**
  * A runner's registration on the Actions service and its release: the cleanup of a runner being
@@ -73,7 +76,7 @@ export class RunnerFinalization {
           } catch (err) {
             if (!isJobStillRunning(err)) {
               throw new Error(
-                `failed to remove the runner of a live pod from the service: ${describe(err)}`,
+                `failed to remove the runner of a live pod from the service: ${describeError(err)}`,
                 {
                   cause: err,
                 },
@@ -198,7 +201,9 @@ export class RunnerFinalization {
         return runner;
       }
       if (isConflict(err)) throw err;
-      throw new Error(`failed to remove the runner registration finalizer: ${describe(err)}`, { cause: err });
+      throw new Error(`failed to remove the runner registration finalizer: ${describeError(err)}`, {
+        cause: err,
+      });
     }
     if (runnerId !== 0) this.queueRemoval(runner, runnerId);
     return updated;

@@ -5,21 +5,24 @@ import {
   EphemeralRunnerKind,
   JitSecretKeys,
 } from '@aro/api';
-import { LazyCopy, PodKind, type Result, SecretKind, isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import {
-  REGISTRATION_RETRY_MS,
-  type RunnerContext,
-  describe,
+  LazyCopy,
+  PodKind,
+  type Result,
+  SecretKind,
+  isNotFound,
   done,
   removeFinalizer,
   requeueAfter,
-} from './reconciler-context';
+} from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import { REGISTRATION_RETRY_MS, type RunnerContext } from './reconciler-context';
 import { isUnfixableByRetry } from './config-failure';
 import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
 import type { JitIdentity } from './known-jit-secrets';
 import { buildJitSecret, runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
+import { describeError } from '../shared/describe-error';
 
 /** The secret as the API holds it now, and the registration it records while the status has none. */
 export type FreshJitSecret = { secret: V1Secret; identity?: JitIdentity } | { result: Result };
@@ -62,7 +65,7 @@ export class JitSecrets {
       return { secret: await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name) };
     } catch (err) {
       if (!isNotFound(err))
-        throw new Error(`failed to fetch the jitconfig secret: ${describe(err)}`, { cause: err });
+        throw new Error(`failed to fetch the jitconfig secret: ${describeError(err)}`, { cause: err });
     }
 
     let jit;
@@ -93,14 +96,14 @@ export class JitSecrets {
         await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
         return { result: done };
       }
-      this.status.event(runner, 'Warning', 'RegistrationFailed', describe(err));
+      this.status.event(runner, 'Warning', 'RegistrationFailed', describeError(err));
       if (isUnfixableByRetry(err)) {
         // A refused credential or an invalid config URL stays so until a person changes the Secret or
         // the spec: retried at the controller's error backoff it asked the service a dozen times in
         // seconds for one runner. Spaced per runner instead, from 5 s up to 5 min.
         const wait = this.ctx.slowRetries.next(`${namespace}/${name}`);
         log.warn('Registration failed in a way only a configuration change can fix; retrying slowly', {
-          reason: describe(err),
+          reason: describeError(err),
           requeueAfterMs: wait,
         });
         return { result: requeueAfter(wait) };
@@ -114,7 +117,7 @@ export class JitSecrets {
       log.info('Created the jitconfig secret', { runnerId: jit.runner.id });
       return { secret };
     } catch (err) {
-      throw new Error(`failed to create the jitconfig secret: ${describe(err)}`, { cause: err });
+      throw new Error(`failed to create the jitconfig secret: ${describeError(err)}`, { cause: err });
     }
   }
 
@@ -132,7 +135,7 @@ export class JitSecrets {
     const { namespace = '', name = '' } = runner.metadata ?? {};
     if (!this.ctx.deps.apiReader) {
       throw new Error(
-        `cannot safely replace the jitconfig secret without an uncached reader: ${describe(cause)}`,
+        `cannot safely replace the jitconfig secret without an uncached reader: ${describeError(cause)}`,
         {
           cause,
         },
@@ -143,16 +146,16 @@ export class JitSecrets {
     } catch (podErr) {
       if (!isNotFound(podErr)) {
         throw new Error(
-          `failed to check the runner pod before replacing an invalid jitconfig secret: ${describe(podErr)}`,
+          `failed to check the runner pod before replacing an invalid jitconfig secret: ${describeError(podErr)}`,
           { cause: podErr },
         );
       }
-      log.warn('Deleting the corrupted jitconfig secret; no pod uses it', { reason: describe(cause) });
+      log.warn('Deleting the corrupted jitconfig secret; no pod uses it', { reason: describeError(cause) });
       this.status.event(
         runner,
         'Warning',
         'CorruptJitConfigSecret',
-        `${describe(cause)}; replacing the secret`,
+        `${describeError(cause)}; replacing the secret`,
       );
       await this.ctx.deps.client.delete(SecretKind, namespace, name, {
         preconditions: secret.metadata?.uid ? { uid: secret.metadata.uid } : undefined,
@@ -168,13 +171,13 @@ export class JitSecrets {
       runner,
       'Warning',
       'CorruptJitConfigSecret',
-      `jitconfig secret ${where} key "${JitSecretKeys.runnerId}": ${describe(cause)}; its pod exists, so both are kept`,
+      `jitconfig secret ${where} key "${JitSecretKeys.runnerId}": ${describeError(cause)}; its pod exists, so both are kept`,
     );
     const wait = this.ctx.slowRetries.next(where);
     log.warn('The jitconfig secret is corrupt and its pod exists; keeping both', {
       secret: where,
       key: JitSecretKeys.runnerId,
-      reason: describe(cause),
+      reason: describeError(cause),
       requeueAfterMs: wait,
     });
     return requeueAfter(wait);

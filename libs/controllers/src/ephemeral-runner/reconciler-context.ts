@@ -1,5 +1,5 @@
 import type { EphemeralRunner } from '@aro/api';
-import type { KubeApi, Reader, Result } from '@aro/kube';
+import type { KubeApi, Reader } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
@@ -67,24 +67,6 @@ export interface RunnerContext {
   slowRetries: SlowRetries;
   /** What this controller knows of each runner's jitconfig secret without reading it again. */
   jitSecrets: KnownJitSecrets;
-}
-
-export const done: Result = {};
-export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: Math.max(1, Math.ceil(ms)) });
-
-export function hasFinalizer(runner: EphemeralRunner, finalizer: string): boolean {
-  return runner.metadata?.finalizers?.includes(finalizer) ?? false;
-}
-
-export function removeFinalizer(runner: EphemeralRunner, finalizer: string): boolean {
-  const finalizers = runner.metadata?.finalizers ?? [];
-  if (!finalizers.includes(finalizer)) return false;
-  runner.metadata = { ...runner.metadata, finalizers: finalizers.filter((f) => f !== finalizer) };
-  return true;
-}
-
-export function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 export function runnerKey(runner: EphemeralRunner): string {

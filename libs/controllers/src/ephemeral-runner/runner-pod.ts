@@ -17,10 +17,13 @@ import {
   isForbidden,
   isInvalid,
   statusMessage,
+  done,
+  requeueAfter,
+  type Expectations,
+  objectKey,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { RunnerCleanup } from './cleanup';
-import type { CreationExpectations } from './creation-expectations';
 import type { RunnerFinalization } from './finalize';
 import { initContainerFailed, isBeingDeleted, podReady, runnerContainerStatus } from './pod-state';
 import {
@@ -28,12 +31,10 @@ import {
   QUOTA_RECREATE_AFTER_MS,
   QUOTA_RETRY_MS,
   type RunnerContext,
-  describe,
-  done,
-  requeueAfter,
 } from './reconciler-context';
 import { buildRunnerPod, proxyEnv } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
+import { describeError } from '../shared/describe-error';
 
 /**
  * The runner pod: creating it (with the extensions' mutations), and following it to the runner's
@@ -45,7 +46,7 @@ export class RunnerPods {
     private readonly status: RunnerStatusWriter,
     private readonly registration: RunnerFinalization,
     private readonly cleanup: RunnerCleanup,
-    private readonly podCreations: CreationExpectations,
+    private readonly podCreations: Expectations,
   ) {}
 
   async create(runner: EphemeralRunner, secret: V1Secret, signal: AbortSignal, log: Logger): Promise<Result> {
@@ -56,7 +57,7 @@ export class RunnerPods {
     }
     try {
       await this.ctx.deps.client.create(PodKind, pod);
-      this.podCreations.expect(`${runner.metadata?.namespace}/${runner.metadata?.name}`);
+      this.podCreations.expectCreation(objectKey(runner), pod.metadata?.name ?? '');
       log.info('Created the runner pod', { runnerScaleSetId: runner.spec.runnerScaleSetId });
       return done;
     } catch (err) {
@@ -92,14 +93,14 @@ export class RunnerPods {
         log.error('The runner pod was refused; marking the runner Failed', err);
         await this.markAsFailed(
           runner,
-          `Failed to create the pod: ${describe(err)}`,
+          `Failed to create the pod: ${describeError(err)}`,
           REASON_INVALID_POD_FAILURE,
           signal,
           log,
         );
         return done;
       }
-      throw new Error(`failed to create the runner pod: ${describe(err)}`, { cause: err });
+      throw new Error(`failed to create the runner pod: ${describeError(err)}`, { cause: err });
     }
   }
 

@@ -26,7 +26,7 @@ export function onceAsync<T>(fn: () => Promise<T>): () => Promise<T> {
   return () => (result ??= fn());
 }
 
-function describe(err: unknown): string {
+function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -61,7 +61,7 @@ export async function createJitConfig(
   try {
     client = await getClient();
   } catch (err) {
-    throw new Error(`failed to get actions client for generating JIT config: ${describe(err)}`, {
+    throw new Error(`failed to get actions client for generating JIT config: ${describeError(err)}`, {
       cause: err,
     });
   }
@@ -77,7 +77,7 @@ export async function createJitConfig(
     return jit;
   } catch (err) {
     if (!isRunnerExists(err)) {
-      throw new Error(`failed to generate JIT config: ${describe(err)}`, { cause: err });
+      throw new Error(`failed to generate JIT config: ${describeError(err)}`, { cause: err });
     }
   }
 
@@ -129,7 +129,7 @@ export async function registeredRunnerId(
   } catch (err) {
     if (!isNotFound(err)) {
       throw new Error(
-        `failed to read the jitconfig secret of a runner without a recorded ID: ${describe(err)}`,
+        `failed to read the jitconfig secret of a runner without a recorded ID: ${describeError(err)}`,
         {
           cause: err,
         },
@@ -153,12 +153,12 @@ export async function registeredRunnerId(
     if (isUnusableConfig(err)) {
       log.info(
         'No Actions client can be built for a runner without a recorded ID or jitconfig secret; it never registered',
-        { reason: describe(err) },
+        { reason: describeError(err) },
       );
       return 0;
     }
     throw new Error(
-      `failed to get actions client for a runner without a recorded ID or jitconfig secret: ${describe(err)}`,
+      `failed to get actions client for a runner without a recorded ID or jitconfig secret: ${describeError(err)}`,
       { cause: err },
     );
   }
@@ -206,7 +206,7 @@ export async function removeRunnerOfLivePod(
     pod = await apiReader.get<V1Pod>(PodKind, runner.metadata?.namespace ?? '', runner.metadata?.name ?? '');
   } catch (err) {
     if (isNotFound(err)) return false;
-    throw new Error(`failed to get the runner pod: ${describe(err)}`, { cause: err });
+    throw new Error(`failed to get the runner pod: ${describeError(err)}`, { cause: err });
   }
   if (isBeingDeleted(pod) || podTerminated(pod)) return false;
 
@@ -214,7 +214,7 @@ export async function removeRunnerOfLivePod(
   try {
     client = await getClient();
   } catch (err) {
-    throw new Error(`failed to get actions client: ${describe(err)}`, { cause: err });
+    throw new Error(`failed to get actions client: ${describeError(err)}`, { cause: err });
   }
   try {
     await client.removeRunner(runnerId, { signal });

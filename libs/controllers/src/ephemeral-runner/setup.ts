@@ -1,16 +1,7 @@
-import type { Registry } from 'prom-client';
 import { EphemeralRunnerKind } from '@aro/api';
-import {
-  ControllerBuilder,
-  KubeClient,
-  Manager,
-  PodKind,
-  Reader,
-  resourceVersionChangedPredicate,
-} from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { ControllerBuilder, PodKind, resourceVersionChangedPredicate } from '@aro/kube';
 import { metricsRegistry } from '@aro/observability';
-import { EventRecorder } from '../events/event-recorder';
+import { type ControllerParts, type EventsMode, eventRecorderFor } from '../shared/controller-parts';
 import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
@@ -25,21 +16,11 @@ export interface EphemeralRunnerControllerConfig {
   terminatedPodGracePeriodSeconds?: number;
   maxFailures?: number;
   failureBackoffBaseMs?: number;
-  events?: 'all' | 'failures' | 'none';
+  events?: EventsMode;
 }
 
-export interface EphemeralRunnerControllerParts {
-  manager: Manager;
-  client: KubeClient;
-  /** The manager's informer cache. */
-  cache: Reader;
-  /**
-   * Uncached reads, where the cache is not safe evidence. Defaults to the client, as the seed defaults
-   * it to the manager's API reader: without one every deletion of a registered runner would fail.
-   */
-  apiReader?: Reader;
-  /** The clock, for tests of the time-based branches. */
-  now?: () => number;
+/** The common parts but the secret resolver (registrations go through `actions`), and the runner's own. */
+export interface EphemeralRunnerControllerParts extends Omit<ControllerParts, 'resolver'> {
   actions: ActionsClientProvider;
   /** Where registrations to remove go (UnregistrationModule's queue in the app). */
   unregistrations: Pick<UnregistrationQueue, 'push'>;
@@ -48,14 +29,8 @@ export interface EphemeralRunnerControllerParts {
    * registration on each (UnregistrationModule's ledger in the app, which the orphan sweep reads).
    */
   ledger?: ScaleSetLedger;
-  logger: Logger;
-  registry?: Registry;
   podMutators?: RunnerPodMutator[];
   observers?: RunnerLifecycleObserver[];
-}
-
-export interface EphemeralRunnerController {
-  reconciler: EphemeralRunnerReconciler;
 }
 
 /**
@@ -66,24 +41,21 @@ export interface EphemeralRunnerController {
 export function setupEphemeralRunnerController(
   parts: EphemeralRunnerControllerParts,
   config: EphemeralRunnerControllerConfig,
-): EphemeralRunnerController {
+): EphemeralRunnerReconciler {
   const registry = parts.registry ?? metricsRegistry();
   const logger = parts.logger;
-  const eventsMode = config.events ?? 'failures';
-  const recorder =
-    eventsMode === 'none'
-      ? undefined
-      : new EventRecorder(parts.client, 'aro-controller', logger.child({ component: 'events' }), eventsMode);
   const reconciler = new EphemeralRunnerReconciler(
     {
       client: parts.client,
       cache: parts.cache,
+      // As the seed defaults it to the manager's API reader: without one every deletion of a registered
+      // runner would fail.
       apiReader: parts.apiReader ?? parts.client,
       // Every registration starts by asking for a client: the scale set is remembered before it.
       actions: parts.ledger ? rememberingScaleSets(parts.actions, parts.ledger) : parts.actions,
       unregistrations: parts.unregistrations,
       phaseMetrics: new EphemeralRunnerPhaseMetrics(logger, registry),
-      events: recorder,
+      events: eventRecorderFor(parts, config.events ?? 'failures'),
       podMutators: parts.podMutators,
       observers: parts.observers,
       logger,
@@ -103,5 +75,5 @@ export function setupEphemeralRunnerController(
     .withEventFilter(resourceVersionChangedPredicate)
     .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 2 })
     .complete(reconciler);
-  return { reconciler };
+  return reconciler;
 }

@@ -1,3 +1,5 @@
+import { ExponentialBackoffRateLimiter, exponentialBackoffMs } from '@aro/kube';
+
 /** The first wait after a failure a retry cannot fix soon, doubled on each repeat up to the cap. */
 export const SLOW_RETRY_BASE_MS = 5_000;
 export const SLOW_RETRY_MAX_MS = 5 * 60_000;
@@ -9,9 +11,7 @@ export const SLOW_RETRY_MAX_MS = 5 * 60_000;
  * once it has settled, quick enough that a fix made in the first minutes is picked up soon.
  */
 export function slowRetryMs(failures: number): number {
-  const n = Math.max(1, Math.floor(failures));
-  // 2^7 * 5 s is past the cap already; the exponent is bounded so the product never overflows.
-  return Math.min(SLOW_RETRY_MAX_MS, SLOW_RETRY_BASE_MS * 2 ** Math.min(n - 1, 16));
+  return exponentialBackoffMs(Math.max(1, Math.floor(failures)), SLOW_RETRY_BASE_MS, SLOW_RETRY_MAX_MS);
 }
 
 /**
@@ -21,17 +21,15 @@ export function slowRetryMs(failures: number): number {
  * just fixed the Secret wants anyway.
  */
 export class SlowRetries {
-  private readonly failures = new Map<string, number>();
+  private readonly failures = new ExponentialBackoffRateLimiter(SLOW_RETRY_BASE_MS, SLOW_RETRY_MAX_MS);
 
   /** Records one more failure of the runner's and returns how long to wait before the next try. */
   next(runnerKey: string): number {
-    const n = (this.failures.get(runnerKey) ?? 0) + 1;
-    this.failures.set(runnerKey, n);
-    return slowRetryMs(n);
+    return this.failures.when(runnerKey);
   }
 
   /** The runner got past what was failing, or is gone: its next failure starts at the base again. */
   reset(runnerKey: string): void {
-    this.failures.delete(runnerKey);
+    this.failures.forget(runnerKey);
   }
 }

@@ -1,9 +1,9 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerPhase, EphemeralRunnerStatus } from '@aro/api';
-import { LazyCopy } from '@aro/kube';
+import { LazyCopy, OwnWrites } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventType } from '../events/event-recorder';
-import { OwnWrites } from './own-writes';
-import { type RunnerContext, describe, runnerKey } from './reconciler-context';
+import { type RunnerContext, runnerKey } from './reconciler-context';
+import { describeError } from '../shared/describe-error';
 
 /**
  * Every write to an EphemeralRunner, and what follows from it: the phase metrics, the Events, the
@@ -82,7 +82,7 @@ export class RunnerStatusWriter {
         patch,
       );
     } catch (err) {
-      throw new Error(`failed to update the runner status: ${describe(err)}`, { cause: err });
+      throw new Error(`failed to update the runner status: ${describeError(err)}`, { cause: err });
     }
     this.recordWrite(runner, updated);
     const from = runner.status?.phase;
@@ -101,7 +101,7 @@ export class RunnerStatusWriter {
         try {
           observer.onPhaseChange?.(updated, from, to);
         } catch (err) {
-          log.warn('A runner lifecycle observer failed', { err: describe(err) });
+          log.warn('A runner lifecycle observer failed', { err: describeError(err) });
         }
       }
     }

@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import type { EphemeralRunner } from '@aro/api';
 import { isJobStillRunning, isRunnerNotFound } from '@aro/actions';
 import type { ActionsServiceClient } from '@aro/actions';
-import type { Runnable } from '@aro/kube';
+import { type Runnable, exponentialBackoffMs } from '@aro/kube';
 import { type SecretResolver, configHolderOf } from '@aro/secrets';
 import { Logger, getOrCreateCounter, getOrCreateGauge, metricsRegistry } from '@aro/observability';
 
@@ -236,7 +236,7 @@ export class UnregistrationQueue implements Runnable {
         });
       } else {
         this.outcomes.inc({ outcome: 'retried' });
-        retryAfterMs = Math.min(this.opts.retryInitialMs * 2 ** (attempts - 1), this.opts.retryMaxMs);
+        retryAfterMs = exponentialBackoffMs(attempts, this.opts.retryInitialMs, this.opts.retryMaxMs);
         log.warn('Failed to remove the runner from the service, retrying', {
           err: err instanceof Error ? err.message : String(err),
           attempt: attempts,

@@ -10,6 +10,7 @@ import type { Counter, Gauge, Registry } from 'prom-client';
 import { isGone } from '../client/errors';
 import type { KubeClient } from '../client/kube-client';
 import type { KubeObject, ListOptions, WatchEvent } from '../client/types';
+import { exponentialBackoffMs } from '../queue/rate-limiter';
 
 export interface InformerEvent<T> {
   type: 'added' | 'modified' | 'deleted';
@@ -312,7 +313,7 @@ export class Informer<T extends KubeObject> {
 
   /** Exponential backoff with jitter in [50%, 100%] so many informers do not retry in lockstep. */
   private delay(attempt: number): number {
-    const base = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** Math.min(attempt - 1, 30));
+    const base = exponentialBackoffMs(attempt, this.backoff.initialMs, this.backoff.maxMs);
     return Math.round(base * (0.5 + Math.random() / 2));
   }
 

@@ -129,7 +129,7 @@ describe('Controller', () => {
     expect(line).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'a' });
     expect(line.reconcileID).toEqual(expect.any(String));
 
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'success' })).toBe(1);
     h.stop.abort();
@@ -142,13 +142,13 @@ describe('Controller', () => {
     h.source.emit({ type: 'added', object: obj('a') });
     await flushMicrotasks();
     r.calls[0].ctx.log.info('first');
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
     await flushMicrotasks();
     r.calls[1].ctx.log.info('second');
     const ids = h.logs.filter((l) => l.msg === 'first' || l.msg === 'second').map((l) => l.reconcileID);
     expect(new Set(ids).size).toBe(2);
-    r.calls[1].finish(done());
+    r.calls[1].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -158,7 +158,7 @@ describe('Controller', () => {
     const h = harness(r);
     h.source.emit({ type: 'added', object: obj('a', '5') });
     await flushMicrotasks();
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     h.source.emit({ type: 'modified', object: obj('a', '5'), oldObject: obj('a', '5') });
     await flushMicrotasks();
@@ -166,7 +166,7 @@ describe('Controller', () => {
     h.source.emit({ type: 'modified', object: obj('a', '6'), oldObject: obj('a', '5') });
     await flushMicrotasks();
     expect(r.calls).toHaveLength(2);
-    r.calls[1].finish(done());
+    r.calls[1].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -177,7 +177,7 @@ describe('Controller', () => {
     h.source.emit({ type: 'deleted', object: obj('gone') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['gone']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -192,11 +192,11 @@ describe('Controller', () => {
     h.source.emit({ type: 'added', object: obj('b', '1') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['a', 'b']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(r.names()).toEqual(['a', 'b', 'a']);
-    r.calls[1].finish(done());
-    r.calls[2].finish(done());
+    r.calls[1].finish(done);
+    r.calls[2].finish(done);
     await flushMicrotasks();
     expect(r.calls).toHaveLength(3);
     expect(r.maxRunningPerKey.get('ns/a')).toBe(1);
@@ -215,7 +215,7 @@ describe('Controller', () => {
       await counter(h.registry, 'controller_runtime_max_concurrent_reconciles', { controller: 'widgets' }),
     ).toBe(3);
     for (let i = 0; i < 5; i++) {
-      r.calls[i].finish(done());
+      r.calls[i].finish(done);
       await flushMicrotasks();
     }
     expect(r.names().sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -248,11 +248,11 @@ describe('Controller', () => {
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'error' })).toBe(2);
 
     // The same single worker still serves other keys.
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     h.source.emit({ type: 'added', object: obj('healthy') });
     await flushMicrotasks();
     expect(r.names()).toEqual(['flaky', 'flaky', 'flaky', 'healthy']);
-    r.calls[3].finish(done());
+    r.calls[3].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -263,7 +263,7 @@ describe('Controller', () => {
       reconcile: () => {
         calls++;
         if (calls === 1) throw new Error('not even a promise');
-        return Promise.resolve(done());
+        return Promise.resolve(done);
       },
     });
     h.source.emit({ type: 'added', object: obj('a') });
@@ -284,7 +284,7 @@ describe('Controller', () => {
     await h.clock.advance(5);
     r.calls[1].finish(new Error('x'));
     await h.clock.advance(10);
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     await flushMicrotasks();
     expect(h.controller.queue.numRequeues('ns/a')).toBe(0);
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
@@ -292,7 +292,7 @@ describe('Controller', () => {
     r.calls[3].finish(new Error('x'));
     await h.clock.advance(5);
     expect(r.calls).toHaveLength(5);
-    r.calls[4].finish(done());
+    r.calls[4].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -315,7 +315,7 @@ describe('Controller', () => {
     await h.clock.advance(5);
     expect(r.calls).toHaveLength(3);
     expect(await counter(h.registry, 'controller_runtime_reconcile_total', { result: 'requeue' })).toBe(1);
-    r.calls[2].finish(done());
+    r.calls[2].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -345,7 +345,7 @@ describe('Controller', () => {
     expect(r.calls.length).toBe(5);
     await h.clock.advance(1);
     expect(r.calls.length).toBe(6);
-    r.calls[5].finish(done());
+    r.calls[5].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -361,7 +361,7 @@ describe('Controller', () => {
     const running = h.controller.start(stop.signal);
     await flushMicrotasks();
     expect(r.names()).toEqual(['early']);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     stop.abort();
     await running;
   });
@@ -378,7 +378,7 @@ describe('Controller', () => {
     await flushMicrotasks();
     expect(stopped).toBe(false);
     expect(r.calls[0].ctx.signal.aborted).toBe(false);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(stopped).toBe(true);
     expect(r.names()).toEqual(['in-flight']);
@@ -405,7 +405,7 @@ describe('Controller', () => {
     expect(r.calls[0].ctx.signal.aborted).toBe(false);
     await h.clock.advance(1);
     expect(r.calls[0].ctx.signal.aborted).toBe(true);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });
@@ -421,7 +421,7 @@ describe('Controller', () => {
     const health = h.controller.health();
     expect(health.healthy).toBe(false);
     expect(health.reason).toContain('ns/wedged');
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     await flushMicrotasks();
     expect(h.controller.health().healthy).toBe(true);
     h.stop.abort();
@@ -470,7 +470,7 @@ describe('Controller', () => {
     });
     await flushMicrotasks();
     expect(r.calls.map((c) => c.req)).toEqual([{ namespace: 'ns', name: 'owner' }]);
-    r.calls[0].finish(done());
+    r.calls[0].finish(done);
     h.stop.abort();
     await h.running;
   });

@@ -17,16 +17,30 @@ export interface Result {
   requeue?: boolean;
 }
 
-export function done(): Result {
-  return {};
-}
+/** Nothing more to do until the next event. Frozen: one shared value no caller can change. */
+export const done: Result = Object.freeze({});
 
+/** Look again after the key's backoff, as for an error but without logging one. */
 export function requeue(): Result {
   return { requeue: true };
 }
 
+/**
+ * Look again in `ms`, rounded up to a whole millisecond and at least 1. Every wait is computed
+ * (a deadline minus now), and one that came out 0 or a fraction would otherwise be read by the
+ * controller as "no requeue" (it requeues only on a positive wait) and the object would not be looked
+ * at again until some unrelated event: a wait that is due is due now, never never.
+ */
 export function requeueAfter(ms: number): Result {
-  return { requeueAfterMs: ms };
+  return { requeueAfterMs: Math.max(1, Math.ceil(ms)) };
+}
+
+/** The result that comes back first: an immediate requeue, else the shorter wait, else done. */
+export function sooner(a: Result, b: Result): Result {
+  if (a.requeue && a.requeueAfterMs === undefined) return a;
+  if (a.requeueAfterMs === undefined) return b;
+  if (b.requeueAfterMs === undefined) return a;
+  return a.requeueAfterMs <= b.requeueAfterMs ? a : b;
 }
 
 export interface ReconcileContext {

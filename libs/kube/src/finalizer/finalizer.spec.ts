@@ -1,7 +1,7 @@
 import { PodKind } from '../client/kinds';
 import type { KubeObject } from '../client/types';
 import { FakeKubeClient } from '../testing';
-import { finalizer, finalizerState, released } from './finalizer';
+import { finalizer, finalizerState, reconcileFinalized, released } from './finalizer';
 
 const names = { name: 'example.com/cleanup', also: ['example.com/registration'] };
 
@@ -56,5 +56,36 @@ describe('finalizer()', () => {
       finalizer(names, deleting, write, { apply: async () => ({}), cleanup: async () => released() }),
     ).resolves.toEqual({});
     expect(finalizerState({ metadata: { deletionTimestamp: new Date() } }, names)).toBe('gone');
+  });
+});
+
+describe('reconcileFinalized()', () => {
+  it('forgets an object absent from the cache, and again once its cleanup released it', async () => {
+    const { kube, write, read } = setup();
+    const forgotten: string[] = [];
+    const spec = {
+      reader: kube,
+      kind: PodKind,
+      finalizer: { name: names.name },
+      write,
+      forget: (key: string) => forgotten.push(key),
+      apply: async () => ({ requeueAfterMs: 5 }),
+      cleanup: async () => released(),
+    };
+    const req = { namespace: 'ns', name: 'x' };
+    expect(await reconcileFinalized(req, spec)).toEqual({});
+    expect(forgotten).toEqual(['ns/x']);
+
+    kube.seed(PodKind, { metadata: { namespace: 'ns', name: 'x' } });
+    expect(await reconcileFinalized(req, spec)).toEqual({ requeueAfterMs: 5 });
+    expect(read()?.metadata?.finalizers).toEqual([names.name]);
+    expect(forgotten).toEqual(['ns/x']);
+
+    await kube.delete(PodKind, 'ns', 'x');
+    await reconcileFinalized(req, { ...spec, cleanup: async () => ({ requeueAfterMs: 1_000 }) });
+    expect(forgotten).toEqual(['ns/x']);
+    await reconcileFinalized(req, spec);
+    expect(read()).toBeUndefined();
+    expect(forgotten).toEqual(['ns/x', 'ns/x']);
   });
 });

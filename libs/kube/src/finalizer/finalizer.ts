@@ -1,7 +1,15 @@
-import type { KubeObject } from '../client/types';
+import type { ResourceKind } from '@aro/api';
+import type { KubeApi } from '../client/kube-api';
+import type { KubeObject, Reader } from '../client/types';
 import { isNotFound } from '../client/errors';
-import type { Result } from '../controller/types';
-import { LazyCopy } from '../patch/lazy-copy';
+import { type Request, type Result, requestKey } from '../controller/types';
+import { getIgnoringNotFound } from '../controllerutil/not-found';
+import {
+  finalizersPatch,
+  hasFinalizer,
+  withFinalizers,
+  withoutFinalizers,
+} from '../controllerutil/finalizers';
 
 /**
  * Where an object stands with respect to a controller's finalizer, which decides what a reconcile does:
@@ -16,15 +24,17 @@ export type FinalizerState = 'add' | 'apply' | 'cleanup' | 'gone';
 export interface FinalizerNames {
   name: string;
   also?: readonly string[];
-}
-
-function has(obj: KubeObject, finalizer: string): boolean {
-  return obj.metadata?.finalizers?.includes(finalizer) ?? false;
+  /**
+   * Whether the finalizer writes carry the resourceVersion read (see {@link finalizersPatch}); on by
+   * default. Off only where the controller knows its copy is current by other means (own-write
+   * tracking) and a 409 would cost a pass for nothing.
+   */
+  optimisticLock?: boolean;
 }
 
 export function finalizerState(obj: KubeObject, names: FinalizerNames): FinalizerState {
-  if (obj.metadata?.deletionTimestamp) return has(obj, names.name) ? 'cleanup' : 'gone';
-  return [names.name, ...(names.also ?? [])].every((f) => has(obj, f)) ? 'apply' : 'add';
+  if (obj.metadata?.deletionTimestamp) return hasFinalizer(obj, names.name) ? 'cleanup' : 'gone';
+  return [names.name, ...(names.also ?? [])].every((f) => hasFinalizer(obj, f)) ? 'apply' : 'add';
 }
 
 /** A cleanup that finished: the finalizer goes, with any of `alsoRemove` still on the object. */
@@ -54,12 +64,22 @@ export interface FinalizerHandlers<T extends KubeObject> {
 /**
  * Writes a finalizer change: `patch` is a merge patch of `metadata.finalizers` computed from `obj` as
  * read. The controller's own patch function, so its bookkeeping (own-write tracking) sees the write.
+ * A writer that removes may throw NotFound: an object already gone counts as released.
  */
 export type FinalizerWriter<T extends KubeObject> = (
   obj: T,
   patch: object,
   step: 'add' | 'remove',
 ) => Promise<T>;
+
+/** The usual writer: the patch, as a merge patch of the object through `client`. */
+export function patchingFinalizers<T extends KubeObject>(
+  client: Pick<KubeApi, 'mergePatch'>,
+  kind: ResourceKind,
+): FinalizerWriter<T> {
+  return (obj, patch) =>
+    client.mergePatch<T>(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', patch);
+}
 
 /**
  * The finalizer state machine, as kube-rs's `finalizer()`: one call per reconcile decides from
@@ -82,31 +102,61 @@ export async function finalizer<T extends KubeObject>(
     case 'apply':
       return handlers.apply(obj);
     case 'add': {
-      const copy = new LazyCopy(obj);
-      const finalizers = new Set(obj.metadata?.finalizers ?? []);
-      for (const f of [names.name, ...(names.also ?? [])]) finalizers.add(f);
-      copy.mutate().metadata = { ...obj.metadata, finalizers: [...finalizers] };
-      const patch = copy.mergePatch();
-      return handlers.apply(patch ? await write(obj, patch, 'add') : obj);
+      const finalizers = withFinalizers(obj, names.name, ...(names.also ?? []));
+      const patch = finalizersPatch(obj, finalizers, { optimisticLock: names.optimisticLock });
+      return handlers.apply(await write(obj, patch, 'add'));
     }
     case 'cleanup': {
       const outcome = await handlers.cleanup(obj);
       if (!isReleased(outcome)) return outcome;
-      const drop = new Set([names.name, ...outcome.alsoRemove]);
-      const copy = new LazyCopy(obj);
-      copy.mutate().metadata = {
-        ...obj.metadata,
-        finalizers: (obj.metadata?.finalizers ?? []).filter((f) => !drop.has(f)),
-      };
-      const patch = copy.mergePatch();
-      if (patch) {
-        try {
-          await write(obj, patch, 'remove');
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+      const finalizers = withoutFinalizers(obj, names.name, ...outcome.alsoRemove);
+      try {
+        await write(
+          obj,
+          finalizersPatch(obj, finalizers, { optimisticLock: names.optimisticLock }),
+          'remove',
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
       }
       return {};
     }
   }
+}
+
+/** What {@link reconcileFinalized} needs of a controller whose object carries its finalizer. */
+export interface FinalizedObjectSpec<T extends KubeObject> extends FinalizerHandlers<T> {
+  reader: Pick<Reader, 'get'>;
+  kind: ResourceKind;
+  finalizer: FinalizerNames;
+  write: FinalizerWriter<T>;
+  /**
+   * Drops everything the controller remembers of the object (its per-key memory). Called once the
+   * object is gone from the cache and once its cleanup released it, so no per-key map outlives it.
+   */
+  forget(key: string): void;
+}
+
+/**
+ * The opening every finalizing reconciler shares: read the object from the cache (absent: forget it,
+ * done), then {@link finalizer}, forgetting it once its cleanup released it.
+ */
+export async function reconcileFinalized<T extends KubeObject>(
+  req: Request,
+  spec: FinalizedObjectSpec<T>,
+): Promise<Result> {
+  const key = requestKey(req);
+  const obj = await getIgnoringNotFound<T>(spec.reader, spec.kind, req.namespace, req.name);
+  if (!obj) {
+    spec.forget(key);
+    return {};
+  }
+  return finalizer(spec.finalizer, obj, spec.write, {
+    apply: (live) => spec.apply(live),
+    cleanup: async (deleting) => {
+      const outcome = await spec.cleanup(deleting);
+      if (isReleased(outcome)) spec.forget(key);
+      return outcome;
+    },
+  });
 }

@@ -1,6 +1,9 @@
 export {
   finalizer,
   finalizerState,
+  patchingFinalizers,
+  reconcileFinalized,
+  type FinalizedObjectSpec,
   released,
   type FinalizerHandlers,
   type FinalizerNames,

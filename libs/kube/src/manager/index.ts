@@ -2,3 +2,4 @@ export * from './runnable';
 export * from './manager';
 export * from './nest';
 export * from './leader-schedule';
+export * from './controller-module';

@@ -1,6 +1,17 @@
 import { Clock, systemClock } from './clock';
 
 /**
+ * The wait before attempt `attempt` (counting from 1) of something that keeps failing: `baseMs`,
+ * doubling per attempt, capped at `maxMs`; 0 before the first. Every backoff of the operator is this
+ * one curve, so one failing object never hammers what it calls, and a reader learns one rule.
+ */
+export function exponentialBackoffMs(attempt: number, baseMs: number, maxMs: number): number {
+  if (attempt <= 0) return 0;
+  // Capped exponent: 2^1023 is the last finite power, and base * Infinity is NaN when base is 0.
+  return Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 1000));
+}
+
+/**
  * How long a key waits before it is retried (client-go's `workqueue.RateLimiter`). `when` both answers
  * and records the attempt; `forget` clears a key's history once it has been handled successfully.
  */
@@ -23,10 +34,9 @@ export class ExponentialBackoffRateLimiter implements RateLimiter {
   ) {}
 
   when(key: string): number {
-    const exp = this.failures.get(key) ?? 0;
-    this.failures.set(key, exp + 1);
-    // 2^exp overflows to Infinity long after it has passed any sane cap, so the min still holds.
-    return Math.min(this.baseMs * Math.pow(2, exp), this.maxMs);
+    const attempt = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, attempt);
+    return exponentialBackoffMs(attempt, this.baseMs, this.maxMs);
   }
 
   forget(key: string): void {

@@ -1,0 +1,73 @@
+import { Registry } from 'prom-client';
+import { KubeClient, Manager, type ProviderLookup, type Reader } from '@aro/kube';
+import { LOGGER, type Logger } from '@aro/observability';
+import { SecretResolver } from '@aro/secrets';
+import { EventRecorder } from '../events/event-recorder';
+
+/** Which Events a controller records: all, only failures (Warnings), or none. */
+export type EventsMode = 'all' | 'failures' | 'none';
+
+/** What every controller is built from; the app's global providers (or a test) give one of each. */
+export interface ControllerParts {
+  manager: Manager;
+  client: KubeClient;
+  /** The manager's informer cache. */
+  cache: Reader;
+  /** Uncached reads; the client itself is the usual choice. */
+  apiReader?: Reader;
+  /** Credentials, proxy, CA and Actions clients for a scale set's GitHub configuration. */
+  resolver: SecretResolver;
+  logger: Logger;
+  registry?: Registry;
+  /** The clock of the time-based branches (tests). */
+  now?: () => number;
+}
+
+/** The parts, out of the app's global providers. */
+export function controllerPartsOf(providers: ProviderLookup, now?: () => number): ControllerParts {
+  const manager = providers(Manager);
+  const client = providers(KubeClient);
+  return {
+    manager,
+    client,
+    cache: manager.cache,
+    apiReader: client,
+    resolver: providers(SecretResolver),
+    logger: providers<Logger>(LOGGER),
+    registry: providers<Registry>(Registry),
+    now,
+  };
+}
+
+export function eventRecorderFor(
+  parts: Pick<ControllerParts, 'client' | 'logger'>,
+  mode: EventsMode,
+): EventRecorder | undefined {
+  return mode === 'none'
+    ? undefined
+    : new EventRecorder(parts.client, 'aro-controller', parts.logger.child({ component: 'events' }), mode);
+}
+
+/** What the three scale-set reconcilers depend on; each adds its own metrics. */
+export interface ScaleSetReconcilerDeps {
+  client: KubeClient;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: EventRecorder;
+  logger: Logger;
+  now?: () => number;
+}
+
+export function scaleSetReconcilerDeps(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+): ScaleSetReconcilerDeps {
+  return {
+    client: parts.client,
+    cache: parts.cache,
+    resolver: parts.resolver,
+    events: eventRecorderFor(parts, events ?? 'all'),
+    logger: parts.logger,
+    now: parts.now,
+  };
+}
