@@ -92,6 +92,8 @@ export class RunnerPlayer {
   readonly outcomes = new Map<string, RunnerOutcome>();
   /** Errors met while playing (a pod that could not be moved, a service call refused), newest last. */
   readonly errors: string[] = [];
+  /** Runners whose pod was deleted while they ran a job, with the job: what must never happen to a busy runner. */
+  readonly deletedDuringJob = new Map<string, string>();
 
   constructor(private readonly options: RunnerPlayerOptions) {
     this.kube = new KubeClient(options.kubeConfig, { userAgent: 'aro-runner-player' });
@@ -131,7 +133,19 @@ export class RunnerPlayer {
         for (const pod of pods) {
           const uid = pod.metadata?.uid ?? '';
           const name = pod.metadata?.name ?? '';
-          if (!hasRunnerContainer(pod) || seen.has(uid)) continue;
+          if (!hasRunnerContainer(pod)) continue;
+          // The kubelet's part of a graceful deletion, for a pod whose runner has ended: a pod deleted
+          // while it ran and marked ended afterwards (its runner's last status write racing the
+          // delete) keeps its deletionTimestamp until the kubelet confirms; nobody else ever does.
+          // (A pod held by finalizers waits for them, not for the kubelet.)
+          const deleting = !!pod.metadata?.deletionTimestamp && !pod.metadata.finalizers?.length;
+          if (deleting && !this.playing.has(uid) && (seen.has(uid) || isTerminal(pod))) {
+            await finishPodDeletion(this.options.namespace, name, { timeoutMs: 10_000 }).catch((err: Error) =>
+              this.errors.push(`finishing the deletion of ${this.options.namespace}/${name}: ${err.message}`),
+            );
+            continue;
+          }
+          if (seen.has(uid)) continue;
           if (isTerminal(pod)) continue; // played by an earlier player, or failed before we saw it
           seen.add(uid);
           const play = this.play(name, uid).finally(() => this.playing.delete(uid));
@@ -197,7 +211,11 @@ export class RunnerPlayer {
       while (!signal.aborted && Date.now() < waitUntil) {
         const pod = await this.current(name, uid);
         if (!pod || pod.metadata?.deletionTimestamp) return await this.deleted(name, uid, null);
-        jobId = service.runner(name)?.jobId ?? null;
+        const registration = service.runner(name);
+        // Gone from the service while waiting (its scale set deleted there): a real runner loses its
+        // connection and exits non-zero; the controller then deals with it.
+        if (!registration) return await this.unregistered(name, uid, new Error('registration removed'));
+        jobId = registration.jobId ?? null;
         if (jobId) break;
         await sleep(interval, signal);
       }
@@ -230,7 +248,9 @@ export class RunnerPlayer {
         return;
       }
       if (service.job(jobId)?.state === 'running') service.completeJob(jobId, fail ? 'failed' : 'succeeded');
-      service.runnerExited(name, 0);
+      // A registration dropped meanwhile (its scale set deleted on the service, the job canceled)
+      // leaves nothing to deregister.
+      if (service.runner(name)) service.runnerExited(name, 0);
       await runnerContainerTerminated(namespace, name, 0);
       this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
       this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
@@ -271,6 +291,7 @@ export class RunnerPlayer {
    * runner stops as on SIGTERM and the player finishes the deletion as the kubelet would.
    */
   private async deleted(name: string, uid: string, jobId: string | null): Promise<void> {
+    if (jobId) this.deletedDuringJob.set(name, jobId);
     const { namespace, service } = this.options;
     try {
       service.runnerExited(name, jobId ? 143 : 0);

@@ -71,6 +71,10 @@ export interface FixtureControllerConfig {
   unregistrationDrainTimeoutMs?: number;
   unregistrationJobStillRunningRetryMs?: number;
   events?: 'all' | 'failures' | 'none';
+  /** RUNNER_START_TIMEOUT, in ms (the app's default otherwise). */
+  startTimeoutMs?: number;
+  /** BUSY_RUNNER_EVICTION_PROTECTION (the app's default otherwise). */
+  evictionProtection?: boolean;
 }
 
 export interface ControllerFixture {
@@ -216,6 +220,8 @@ export async function bootControllerModules(
         terminatedPodGracePeriodSeconds: c.terminatedPodGracePeriodSeconds,
         maxFailures: c.maxFailures,
         events: c.events,
+        startTimeoutMs: c.startTimeoutMs,
+        evictionProtection: c.evictionProtection,
         uncachedReads: !opts.withoutApiReader,
       },
       unregistration: {

@@ -21,7 +21,7 @@ import type { Logger } from '@aro/observability';
  * releasing its runners; the set lets them go once it has (upstream's order: bindings before roles,
  * the secret last but one, the manager's own permissions last).
  */
-const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
+export const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
   { annotation: Annotations.cleanupKubernetesModeRoleBindingName, kind: RoleBindingKind },
   { annotation: Annotations.cleanupKubernetesModeRoleName, kind: RoleKind },
   { annotation: Annotations.cleanupKubernetesModeServiceAccountName, kind: ServiceAccountKind },
@@ -35,7 +35,7 @@ const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
  * rights are gone, so they go last, and the controller reads and patches them through the rights its
  * own chart gives it on roles and role bindings everywhere (get, patch), never through themselves.
  */
-const MANAGER: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
+export const MANAGER: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
   { annotation: Annotations.cleanupManagerRoleBinding, kind: RoleBindingKind },
   { annotation: Annotations.cleanupManagerRoleName, kind: RoleKind },
 ];
@@ -60,7 +60,7 @@ async function stillProtected(
   }
 }
 
-async function release(
+export async function release(
   client: KubeApi,
   namespace: string,
   kind: ResourceKind,

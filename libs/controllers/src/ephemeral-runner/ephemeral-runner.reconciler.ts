@@ -41,6 +41,8 @@ import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
 import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';
+import { DEFAULT_RUNNER_START_TIMEOUT_MS, RunnerStartWatchdog } from './start-watchdog';
+import { EvictionProtection } from './eviction-protection';
 
 export { BUSY_RUNNER_REQUEUE_MS } from './reconciler-context';
 export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } from './reconciler-context';
@@ -81,6 +83,8 @@ export class EphemeralRunnerReconciler implements Reconciler {
   private readonly finalization: RunnerFinalization;
   private readonly secrets: JitSecrets;
   private readonly pods: RunnerPods;
+  private readonly startWatchdog: RunnerStartWatchdog;
+  private readonly evictionProtection: EvictionProtection;
 
   constructor(deps: EphemeralRunnerReconcilerDeps, options: EphemeralRunnerReconcilerOptions) {
     const now = deps.now ?? Date.now;
@@ -100,6 +104,17 @@ export class EphemeralRunnerReconciler implements Reconciler {
     this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
     this.secrets = new JitSecrets(this.ctx, this.status);
     this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
+    this.startWatchdog = new RunnerStartWatchdog(
+      this.ctx,
+      this.status,
+      this.finalization,
+      options.startTimeoutMs ?? DEFAULT_RUNNER_START_TIMEOUT_MS,
+    );
+    this.evictionProtection = new EvictionProtection(
+      this.ctx,
+      this.status,
+      options.evictionProtection ?? true,
+    );
   }
 
   /** Dispatch: a runner being deleted is cleaned up, a finished one tidied, any other driven forward. */
@@ -120,6 +135,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.ctx.slowRetries.reset(key);
       this.ctx.jitSecrets.forget(key);
       this.finalization.forget(key);
+      this.evictionProtection.forget(key);
       this.podCreations.forget(key);
       return done;
     }
@@ -306,6 +322,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
     // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
     this.ctx.slowRetries.reset(key);
-    return this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log);
+    const evicted = await this.evictionProtection.guard(runner, pod, log);
+    if (evicted) return evicted;
+    return this.startWatchdog.guard(runner, pod, signal, log, () =>
+      this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log),
+    );
   }
 }
