@@ -72,14 +72,18 @@ async function allPods(product: ProductOnNode): Promise<V1Pod[]> {
   ];
 }
 
-async function runnerSecretsLeft(product: ProductOnNode): Promise<number> {
+/** The runners' secrets still there, `Secret/namespace/name`: what the report lists as left. */
+async function runnerSecretsLeft(product: ProductOnNode): Promise<string[]> {
   const res = await kubeRequest(product.kubeConfig, {
     path: `/api/v1/namespaces/${RUNNER_NAMESPACE}/secrets`,
     timeoutMs: 10_000,
   });
   const items =
-    (res.body as { items?: { metadata: { ownerReferences?: { kind: string }[] } }[] }).items ?? [];
-  return items.filter((s) => s.metadata.ownerReferences?.some((o) => o.kind === 'EphemeralRunner')).length;
+    (res.body as { items?: { metadata: { name?: string; ownerReferences?: { kind: string }[] } }[] }).items ??
+    [];
+  return items
+    .filter((s) => s.metadata.ownerReferences?.some((o) => o.kind === 'EphemeralRunner'))
+    .map((s) => `Secret/${RUNNER_NAMESPACE}/${s.metadata.name ?? ''}`);
 }
 
 export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo): Promise<SandboxReport> {
@@ -158,12 +162,14 @@ export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo)
     await waitUntil('the runner namespace to empty', 120_000, async () => {
       const left =
         (await listPods(kc, RUNNER_NAMESPACE)).length +
-        (await runnerSecretsLeft(p)) +
+        (await runnerSecretsLeft(p)).length +
         p.simulator.registrations({}).length;
       return left === 0 ? true : `${left} left`;
     }).catch(() => undefined);
-    const podsLeft = (await listPods(kc, RUNNER_NAMESPACE)).length;
-    const secretsLeft = await runnerSecretsLeft(product);
+    const podsLeftNamed = (await listPods(kc, RUNNER_NAMESPACE)).map(
+      (pod) => `Pod/${RUNNER_NAMESPACE}/${pod.metadata?.name ?? ''}`,
+    );
+    const secretsLeftNamed = await runnerSecretsLeft(product);
     const registrationsLeft = product.simulator.registrations({}).length;
     say(
       `\nnode ${node.info.name}: Ready ${node.info.readySeconds.toFixed(1)} s after its start; images ${Object.values(node.info.images).join(', ')}`,
@@ -193,8 +199,9 @@ export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo)
       kubeWrites: 0,
       actionsCalls: 0,
       registrationsLeft,
-      podsLeft,
-      secretsLeft,
+      podsLeft: podsLeftNamed.length,
+      secretsLeft: secretsLeftNamed.length,
+      podsAndSecretsLeft: [...podsLeftNamed, ...secretsLeftNamed],
       chartObjectsLeft: [],
       identities: [],
       refusals: [],
