@@ -96,6 +96,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.ctx.expectations.forget(key);
     this.ctx.failureBackoff.delete(key);
     this.failureCondition.forget(key);
+    this.status.forget(key);
   }
 
   /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
@@ -105,6 +106,12 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     signal: AbortSignal,
     log: Logger,
   ): Promise<Result> {
+    const behindMs = this.status.behindMs(key, set.metadata?.resourceVersion);
+    if (behindMs > 0) {
+      // The cached set predates our last status write (its phase may be stale): its event is coming.
+      log.debug('Waiting for the cache to show the status written last pass');
+      return requeueAfter(Math.min(behindMs, 1_000));
+    }
     const runners = await ownedRunners(this.ctx, set);
     const waitMs = this.ctx.expectations.pendingMs(key, runners);
     if (waitMs > 0) {
@@ -123,7 +130,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
       return this.transitions.rollOutSpec(set, key, states, hash, signal, log);
     }
 
-    await this.proxySecret.reconcile(set, signal, log);
+    await this.proxySecret.reconcile(set, signal, log, { specChanged: false });
 
     const outdated = states.outdated.length > 0 || set.status?.phase === EphemeralRunnerSetPhase.Outdated;
     if (outdated) return this.transitions.rest(set, key, states, signal, log);

@@ -12,12 +12,23 @@ export class RunnerProxySecret {
 
   /**
    * The Secret the runner pods read their proxy variables from, kept equal to the set's proxy with
-   * credentials resolved; deleted when the set no longer has a proxy.
+   * credentials resolved, on every pass of a set that names a proxy.
+   *
+   * A set without a proxy can only have a leftover Secret right after its spec changed (the proxy was
+   * removed), so only then (`specChanged`) is the Secret looked up to be deleted: reading it on every
+   * pass cost a 404 per pass of every set without a proxy, over half of the controller's reads. The
+   * rollout stores the new spec hash only after this ran, so a crash in between repeats the lookup.
    */
-  async reconcile(set: EphemeralRunnerSet, signal: AbortSignal, log: Logger): Promise<void> {
+  async reconcile(
+    set: EphemeralRunnerSet,
+    signal: AbortSignal,
+    log: Logger,
+    { specChanged }: { specChanged: boolean },
+  ): Promise<void> {
     const namespace = set.metadata?.namespace ?? '';
     const name = runnerProxySecretName(set.metadata?.name ?? '', namespace);
     const proxy = set.spec.ephemeralRunnerSpec?.proxy;
+    if (!proxy && !specChanged) return;
     let existing: V1Secret | undefined;
     try {
       existing = await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name);

@@ -7,7 +7,7 @@ import {
   ScaleSetCondition,
   ScaleSetConditionTypes,
 } from '@aro/api';
-import { isNotFound } from '@aro/kube';
+import { OwnWrites, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { RunnersByState } from './runner-states';
@@ -17,7 +17,25 @@ import { scaleSetMetricLabels } from '../shared/scale-set-labels';
 
 /** The set's counts: its status (written only when it changed) and its gauges. */
 export class RunnerSetStatusWriter {
-  constructor(private readonly ctx: RunnerSetContext) {}
+  /**
+   * Set versions our status writes replaced. A pass woken before the watch delivered our last status
+   * write reads the old phase: after an Outdated write that pass would take the set for Running and
+   * create runners again (each pass used to be slow enough, with a Secret read, to hide this).
+   */
+  private readonly ownWrites: OwnWrites;
+
+  constructor(private readonly ctx: RunnerSetContext) {
+    this.ownWrites = new OwnWrites(10_000, ctx.now);
+  }
+
+  /** How long the cached set (at `resourceVersion`) may still be behind our last status write. */
+  behindMs(key: string, resourceVersion: string | undefined): number {
+    return this.ownWrites.behindMs(key, resourceVersion);
+  }
+
+  forget(key: string): void {
+    this.ownWrites.forget(key);
+  }
 
   publishCounts(set: EphemeralRunnerSet, key: string, states: RunnersByState): void {
     if (!this.ctx.opts.publishMetrics || !this.ctx.deps.metrics) return;
@@ -78,13 +96,18 @@ export class RunnerSetStatusWriter {
       isDeepStrictEqual(current.conditions ?? [], desired.conditions ?? []);
     if (unchanged) return;
     try {
-      await this.ctx.deps.client.mergePatchStatus(
+      const written = await this.ctx.deps.client.mergePatchStatus<EphemeralRunnerSet>(
         EphemeralRunnerSetKind,
         set.metadata?.namespace ?? '',
         set.metadata?.name ?? '',
         {
           status: desired,
         },
+      );
+      this.ownWrites.record(
+        `${set.metadata?.namespace ?? ''}/${set.metadata?.name ?? ''}`,
+        set.metadata?.resourceVersion,
+        written.metadata?.resourceVersion,
       );
       log.debug('Updated the status', { ...desired, conditions: undefined });
     } catch (err) {

@@ -38,7 +38,9 @@ export class RunnerSetTransitions {
   ): Promise<Result> {
     log.info('The runner spec changed; replacing idle runners', { integrityHash: hash });
     const { releasedIdle } = await this.removal.releaseAndDeleteAll(set, key, states, signal, log);
-    await this.proxySecret.reconcile(set, signal, log);
+    // A set's first pass (no hash stored yet) has no earlier spec whose proxy Secret could be left over.
+    const specChanged = set.metadata?.annotations?.[Annotations.integrityHash] !== undefined;
+    await this.proxySecret.reconcile(set, signal, log, { specChanged });
     // The idle runners let go for the new spec are owed back at once: the listener counted them as
     // capacity and will not send a new patch just because the template changed (upstream waits for one).
     // A second pass before the cache shows the stored hash finds those runners already deleting and
