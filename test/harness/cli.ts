@@ -1,10 +1,13 @@
 // `npm run control-plane`: the test control plane for a person, with the CRDs installed, until Ctrl-C.
+// `npm run control-plane -- --node` adds a real node (test/harness/node): a kubelet, containerd and
+// kube-scheduler, with the images built from the Dockerfile.
 import { ControlPlane } from './control-plane';
 import { CRD_PATHS } from './global-setup';
 
 async function main(): Promise<void> {
-  const plane = await ControlPlane.start({ crdPaths: CRD_PATHS, handleSignals: true });
-  const { kubeconfigPath, server, crds, garbageCollector } = plane.info;
+  const withNode = process.argv.slice(2).includes('--node');
+  const plane = await ControlPlane.start({ crdPaths: CRD_PATHS, handleSignals: true, node: withNode });
+  const { kubeconfigPath, server, crds, garbageCollector, node } = plane.info;
   const lines = [
     '',
     `Control plane running at ${server}`,
@@ -12,9 +15,16 @@ async function main(): Promise<void> {
     `  CRDs:         ${crds.map((c) => c.name).join(', ') || '(none found in libs/api/crds)'}`,
     `  GC:           ${garbageCollector ? 'kube-controller-manager running' : 'NONE (no kube-controller-manager)'}`,
     `  logs:         ${plane.info.runDir}/{etcd,kube-apiserver,kube-controller-manager}.log`,
+    ...(node
+      ? [
+          `  node:         ${node.name}, Ready in ${node.readySeconds.toFixed(1)} s; logs in ${node.dir}`,
+          `  images:       ${Object.values(node.images).join(', ')}`,
+          `  inside it:    nsenter -t ${node.namespacePid} -n -m -- ctr -a ${node.containerdSocket} -n k8s.io containers ls`,
+        ]
+      : []),
     '',
     'Try:',
-    `  kubectl --kubeconfig ${kubeconfigPath} get ephemeralrunners -A`,
+    `  kubectl --kubeconfig ${kubeconfigPath} get ${node ? 'nodes,pods -A -o wide' : 'ephemeralrunners -A'}`,
     '',
     'Run the integration tests against it (faster starts, and it stays up for kubectl afterwards):',
     `  ARO_TEST_CONTROL_PLANE=${plane.infoPath} npx jest test/integration --selectProjects integration`,

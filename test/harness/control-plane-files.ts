@@ -23,9 +23,12 @@ export interface ControlPlanePki {
 }
 
 /** Serving CA + cert for 127.0.0.1/localhost, a client CA with the admin's cert, the service-account key pair. */
-export async function createPki(dir: string): Promise<ControlPlanePki> {
+export async function createPki(
+  dir: string,
+  extraServingIps: readonly string[] = [],
+): Promise<ControlPlanePki> {
   const servingCa = await createCertificateAuthority(dir, 'serving-ca', 'aro-test-serving-ca');
-  const serving = await issueServingCertificate(servingCa, dir, 'apiserver');
+  const serving = await issueServingCertificate(servingCa, dir, 'apiserver', extraServingIps);
   const clientCa = await createCertificateAuthority(dir, 'client-ca', 'aro-test-client-ca');
   const admin = await issueClientCertificate(clientCa, dir, 'admin', 'admin', ['system:masters']);
   const sa = await createServiceAccountKeyPair(dir);

@@ -72,8 +72,8 @@ export function controllerManagerArgs(folder: RunFolder, kubeconfigPath: string,
     `--authentication-kubeconfig=${kubeconfigPath}`,
     `--authorization-kubeconfig=${kubeconfigPath}`,
     // Only what a cluster without kubelets needs from it: cascading deletes through ownerReferences,
-    // and namespaces that finish deleting.
-    '--controllers=garbagecollector,namespace',
+    // namespaces that finish deleting, and PodDisruptionBudget status (what the Eviction API decides by).
+    '--controllers=garbagecollector,namespace,disruption',
     '--leader-elect=false',
     '--bind-address=127.0.0.1',
     // A real port rather than --secure-port=0, so that /healthz tells when it is up.

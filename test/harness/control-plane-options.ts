@@ -1,5 +1,6 @@
 import type { ControlPlaneBinaries } from './binaries';
 import type { InstalledCrd } from './crds';
+import type { RealNodeInfo } from './node/real-node';
 
 /** What a test process needs to reach and use a running control plane; stored as JSON in the run folder. */
 export interface ControlPlaneInfo {
@@ -17,6 +18,8 @@ export interface ControlPlaneInfo {
   pids: { etcd: number; kubeApiserver: number; kubeControllerManager?: number; reaper: number };
   /** The apiserver's audit log (JSON lines, one per request), when started with `auditLog`. */
   auditLogPath?: string;
+  /** The real node, when started with `node: true`. */
+  node?: RealNodeInfo;
 }
 
 export interface ControlPlaneOptions {
@@ -41,6 +44,12 @@ export interface ControlPlaneOptions {
    * one client's requests exactly: apiserver_request_total has no user label.
    */
   auditLog?: boolean;
+  /**
+   * Start a real node beside it (test/harness/node): containerd, a kubelet and kube-scheduler in a
+   * namespace of their own, the images built from the Dockerfile imported. Installs and builds what is
+   * missing first (minutes, once). Throws NodeUnavailable when this machine cannot run one.
+   */
+  node?: boolean;
 }
 
 /** The options with every default filled in, as envtest reads them from its environment variables. */

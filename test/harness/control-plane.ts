@@ -15,6 +15,10 @@ import { ControlPlaneStartup, httpStatus, StartFailure } from './control-plane-s
 import { freePorts } from './ports';
 import { killAllManagedProcessesNow, type ManagedProcess } from './processes';
 import { kubeRequest } from './rest';
+import { nodeApiserverArgs, nodeControllerManagerArgs } from './node/node-control-plane-flags';
+import { NODE_NETWORK } from './node/node-files';
+import { prepareNode, type NodeArtifacts } from './node/prepare';
+import { RealNode } from './node/real-node';
 
 export { parseDuration, type ControlPlaneInfo, type ControlPlaneOptions } from './control-plane-options';
 
@@ -44,6 +48,8 @@ function installExitHandler(): void {
  */
 export class ControlPlane {
   private stopping: Promise<void> | undefined;
+  /** The real node, when started with `node: true`. */
+  node: RealNode | undefined;
   private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
 
   private constructor(
@@ -80,9 +86,13 @@ export class ControlPlane {
       }
     }
     installExitHandler();
+    // Installing and building what the node needs takes minutes the first time; it happens before any
+    // process starts, outside the start timeouts.
+    const nodeArtifacts = options.node ? await prepareNode(log) : undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         const plane = await ControlPlane.startOnce({ ...resolved, binaries });
+        if (nodeArtifacts) await plane.startNode(nodeArtifacts);
         if (options.handleSignals) {
           plane.installSignalHandlers();
         }
@@ -119,7 +129,7 @@ export class ControlPlane {
   ): Promise<ControlPlane> {
     const { binaries, log, startTimeoutMs } = options;
     const { runDir } = startup;
-    const certs = await createPki(startup.pki);
+    const certs = await createPki(startup.pki, options.node ? [NODE_NETWORK.apiserverServiceIp] : []);
     const { servingCa, clientCa, admin } = certs;
     const [etcdClientPort, etcdPeerPort, apiPort, kcmPort] = await freePorts(4);
 
@@ -136,7 +146,9 @@ export class ControlPlane {
     const apiserver = await startup.startProcess(
       'kube-apiserver',
       binaries.kubeApiserver.path,
-      apiserverArgs(startup, certs, etcdUrl, apiPort, options.auditLog === true),
+      options.node
+        ? nodeApiserverArgs(apiserverArgs(startup, certs, etcdUrl, apiPort, options.auditLog === true))
+        : apiserverArgs(startup, certs, etcdUrl, apiPort, options.auditLog === true),
     );
     const kubeconfigPath = join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, server, servingCa.certPath, admin.certPath, admin.keyPath);
@@ -154,6 +166,18 @@ export class ControlPlane {
     });
     log(`kube-apiserver ready after ${startup.since()}`);
 
+    // The CRDs go in before kube-controller-manager starts. Its garbage collector watches the kinds
+    // discovery shows when it starts and looks again only every 30 s: started first, it would not see
+    // an EphemeralRunner go for up to that long, and a runner pod whose owner went in that window would
+    // wait for the next look (plus the collector's backoff on an owner it has not observed), 10-20 s
+    // measured, instead of under a second.
+    let crds: InstalledCrd[];
+    try {
+      crds = await installCrds(kc, options.crdPaths ?? [], { timeoutMs: startTimeoutMs });
+    } catch (err) {
+      return startup.fail(`Installing the CRDs failed: ${(err as Error).message}`, apiserver);
+    }
+
     let controllerManager: ManagedProcess | undefined;
     if (options.withoutControllerManager) {
       log(
@@ -163,7 +187,12 @@ export class ControlPlane {
       controllerManager = await startup.startProcess(
         'kube-controller-manager',
         binaries.kubeControllerManager.path,
-        controllerManagerArgs(startup, kubeconfigPath, kcmPort),
+        options.node
+          ? nodeControllerManagerArgs(
+              controllerManagerArgs(startup, kubeconfigPath, kcmPort),
+              servingCa.certPath,
+            )
+          : controllerManagerArgs(startup, kubeconfigPath, kcmPort),
       );
       await startup.waitUntil(
         controllerManager,
@@ -174,13 +203,6 @@ export class ControlPlane {
         },
       );
       log(`kube-controller-manager ready after ${startup.since()}`);
-    }
-
-    let crds: InstalledCrd[];
-    try {
-      crds = await installCrds(kc, options.crdPaths ?? [], { timeoutMs: startTimeoutMs });
-    } catch (err) {
-      return startup.fail(`Installing the CRDs failed: ${(err as Error).message}`, apiserver);
     }
 
     const info: ControlPlaneInfo = {
@@ -210,13 +232,29 @@ export class ControlPlane {
     return plane;
   }
 
-  /** Stops kcm, then the apiserver, then etcd (SIGTERM, SIGKILL after the stop timeout) and removes the run folder. */
+  /** Starts the real node against this control plane; a node that fails to start stops the plane too. */
+  private async startNode(artifacts: NodeArtifacts): Promise<void> {
+    try {
+      this.node = await RealNode.start({ plane: this.info, artifacts, log: this.log });
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    this.info.node = this.node.info;
+    writeFileSync(this.infoPath, JSON.stringify(this.info, null, 2));
+  }
+
+  /**
+   * Stops the real node (if any), kcm, then the apiserver, then etcd (SIGTERM, SIGKILL after the stop
+   * timeout) and removes the run folder.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const began = Date.now();
       for (const [signal, handler] of this.signalHandlers) {
         process.removeListener(signal, handler);
       }
+      await this.node?.stop();
       for (const p of [...this.processes].reverse()) {
         const stepBegan = Date.now();
         await p.stop(this.stopTimeoutMs);

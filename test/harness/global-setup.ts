@@ -1,9 +1,11 @@
+import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, type ControlPlaneInfo } from './control-plane';
 import { installCrds } from './crds';
 import { kubeRequest } from './rest';
 import { writeFileSync } from 'node:fs';
+import { TIME_SCALE_ENV, timeScale, timeScaleForLoad } from './time-scale';
 
 /** Where the CRDs live; whatever YAML is there gets installed. */
 export const CRD_PATHS = [resolve(__dirname, '..', '..', 'libs', 'api', 'crds')];
@@ -19,6 +21,7 @@ export const CONTROL_PLANE_GLOBAL = '__ARO_CONTROL_PLANE__';
  * plane is reused, which saves the start and keeps it around for kubectl after the run.
  */
 export default async function globalSetup(): Promise<void> {
+  setTimeScale();
   const reused = process.env.ARO_TEST_CONTROL_PLANE;
   if (reused) {
     await reuseControlPlane(reused);
@@ -33,6 +36,19 @@ export default async function globalSetup(): Promise<void> {
   (globalThis as Record<string, unknown>)[CONTROL_PLANE_GLOBAL] = plane;
   process.env.ARO_TEST_CONTROL_PLANE = plane.infoPath;
   process.env.ARO_TEST_KUBECONFIG = plane.info.kubeconfigPath;
+}
+
+/**
+ * The run's time scale, derived from the load when it starts unless ARO_TEST_TIME_SCALE says, and put
+ * in the environment the workers inherit: every worker then bounds its waits alike.
+ */
+function setTimeScale(): void {
+  const given = process.env[TIME_SCALE_ENV];
+  if (given === undefined || given === '') process.env[TIME_SCALE_ENV] = String(timeScaleForLoad());
+  const scale = timeScale();
+  process.stderr.write(
+    `[harness] ${TIME_SCALE_ENV}=${scale} (${given ? 'set' : `derived from the load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores`}): every wait bound is x${scale}\n`,
+  );
 }
 
 async function reuseControlPlane(infoPath: string): Promise<void> {

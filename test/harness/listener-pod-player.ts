@@ -69,6 +69,8 @@ export class ListenerPodPlayer {
   /** Listeners started so far, by pod uid; the live ones are those whose process runs. */
   readonly played = new Map<string, PlayedListener>();
   readonly errors: string[] = [];
+  /** The last error told for each pod (by uid), so that a retried failure is told once. */
+  private readonly toldErrors = new Map<string, string>();
 
   constructor(private readonly options: ListenerPodPlayerOptions) {
     this.kube = new KubeClient(options.kubeConfig, { userAgent: 'aro-listener-pod-player' });
@@ -107,45 +109,70 @@ export class ListenerPodPlayer {
     this.options.log?.(line);
   }
 
+  /**
+   * One pod's trouble, told live (once per pod and message, so a retried failure does not flood the
+   * log) and kept in `errors`; the player goes on with the other pods and tries this one again.
+   */
+  private podError(uid: string, pod: string, err: unknown): void {
+    const message = `listener pod ${pod}: ${err instanceof Error ? err.message : String(err)}`;
+    const seen = this.toldErrors.get(uid);
+    if (seen === message) return;
+    this.toldErrors.set(uid, message);
+    this.errors.push(message);
+    this.log(`!!! ${message}`);
+  }
+
   private async run(): Promise<void> {
     const interval = this.options.pollIntervalMs ?? 250;
     const reported = new Set<string>();
     while (!this.abort.signal.aborted) {
+      let pods: V1Pod[] = [];
       try {
-        const pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
-        const present = new Set<string>();
-        for (const pod of pods) {
-          if (!pod.spec?.containers.some((c) => c.name === LISTENER_CONTAINER)) continue;
-          const uid = pod.metadata?.uid ?? '';
-          present.add(uid);
-          const played = this.played.get(uid);
-          if (
-            !played &&
-            !pod.metadata?.deletionTimestamp &&
-            !['Succeeded', 'Failed'].includes(pod.status?.phase ?? '')
-          ) {
-            await this.launch(pod);
-          } else if (played && pod.metadata?.deletionTimestamp) {
-            await played.process.stop(ListenerDefaults.terminationGracePeriodSeconds * 1_000);
-            await finishPodDeletion(played.namespace, played.pod).catch(() => undefined);
-            this.log(`listener ${played.pod}: pod deleted; process stopped`);
-          } else if (played && !played.process.running && !reported.has(uid)) {
-            reported.add(uid);
-            const exit = played.process.exitStatusOrUndefined;
-            await this.terminated(played.namespace, played.pod, exit?.code ?? 137).catch((err: Error) =>
-              this.errors.push(`listener pod ${played.pod}: ${err.message}`),
-            );
-            this.log(`listener ${played.pod}: process exited (code ${exit?.code}, signal ${exit?.signal})`);
-          }
-        }
-        // A pod removed without our help (force delete, namespace deletion): its process goes too.
-        for (const [uid, played] of this.played) {
-          if (!present.has(uid) && played.process.running) await played.process.stop(10_000);
-        }
+        pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
       } catch (err) {
         this.errors.push(`listing listener pods: ${(err as Error).message}`);
       }
+      const present = new Set<string>();
+      for (const pod of pods) {
+        if (!pod.spec?.containers.some((c) => c.name === LISTENER_CONTAINER)) continue;
+        const uid = pod.metadata?.uid ?? '';
+        present.add(uid);
+        // Each pod on its own: one that cannot be started (its account missing, a bad config) must
+        // not keep the others from starting, finishing or being deleted.
+        try {
+          await this.playPod(pod, reported);
+        } catch (err) {
+          this.podError(uid, `${pod.metadata?.namespace}/${pod.metadata?.name}`, err);
+        }
+      }
+      // A pod removed without our help (force delete, namespace deletion): its process goes too.
+      for (const [uid, played] of this.played) {
+        if (!present.has(uid) && played.process.running) {
+          await played.process.stop(10_000).catch((err: unknown) => this.podError(uid, played.pod, err));
+        }
+      }
       await new Promise((r) => setTimeout(r, interval));
+    }
+  }
+
+  private async playPod(pod: V1Pod, reported: Set<string>): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const played = this.played.get(uid);
+    if (
+      !played &&
+      !pod.metadata?.deletionTimestamp &&
+      !['Succeeded', 'Failed'].includes(pod.status?.phase ?? '')
+    ) {
+      await this.launch(pod);
+    } else if (played && pod.metadata?.deletionTimestamp) {
+      await played.process.stop(ListenerDefaults.terminationGracePeriodSeconds * 1_000);
+      await finishPodDeletion(played.namespace, played.pod).catch(() => undefined);
+      this.log(`listener ${played.pod}: pod deleted; process stopped`);
+    } else if (played && !played.process.running && !reported.has(uid)) {
+      reported.add(uid);
+      const exit = played.process.exitStatusOrUndefined;
+      await this.terminated(played.namespace, played.pod, exit?.code ?? 137);
+      this.log(`listener ${played.pod}: process exited (code ${exit?.code}, signal ${exit?.signal})`);
     }
   }
 

@@ -144,17 +144,21 @@ async function issueLeaf(
   await openssl(args, `the certificate for ${leaf.commonName}`);
 }
 
-/** A serving certificate for the apiserver on loopback: SANs 127.0.0.1 and localhost. */
+/**
+ * A serving certificate for the apiserver on loopback: SANs 127.0.0.1 and localhost, plus `extraIps`
+ * (the real node reaches it at the `kubernetes` Service IP).
+ */
 export async function issueServingCertificate(
   ca: KeyAndCertificate,
   dir: string,
   name: string,
+  extraIps: readonly string[] = [],
 ): Promise<KeyAndCertificate> {
   const out = { certPath: join(dir, `${name}.crt`), keyPath: join(dir, `${name}.key`) };
   await issueLeaf(ca, out, dir, {
     commonName: 'kube-apiserver',
     extendedKeyUsage: 'serverAuth',
-    subjectAltNames: ['IP:127.0.0.1', 'DNS:localhost'],
+    subjectAltNames: ['IP:127.0.0.1', 'DNS:localhost', ...extraIps.map((ip) => `IP:${ip}`)],
   });
   return out;
 }

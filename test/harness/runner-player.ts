@@ -3,13 +3,18 @@
 // reports the result and exits. The sandbox uses it for every runner pod; integration tests can use it
 // to run a runner set end to end without scripting each pod by hand.
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { KubeClient, PodKind } from '@aro/kube';
+import { KubeClient, PodKind, isNotFound } from '@aro/kube';
 import {
   RUNNER_CONTAINER,
   finishPodDeletion,
   runnerContainerRunning,
   runnerContainerTerminated,
 } from './pod-lifecycle';
+import { scaled } from './time-scale';
+import { waitFor } from './wait-for';
+
+/** How long the pod listing may keep failing (a restarting apiserver, a cut connection) before it is an error. */
+const LISTING_FAILS_FOR_MS = 20_000;
 
 /**
  * What the player needs from the Actions service: the simulator's admin operations of the same names
@@ -87,6 +92,8 @@ export class RunnerPlayer {
   readonly outcomes = new Map<string, RunnerOutcome>();
   /** Errors met while playing (a pod that could not be moved, a service call refused), newest last. */
   readonly errors: string[] = [];
+  /** Runners whose pod was deleted while they ran a job, with the job: what must never happen to a busy runner. */
+  readonly deletedDuringJob = new Map<string, string>();
 
   constructor(private readonly options: RunnerPlayerOptions) {
     this.kube = new KubeClient(options.kubeConfig, { userAgent: 'aro-runner-player' });
@@ -117,33 +124,68 @@ export class RunnerPlayer {
   private async run(): Promise<void> {
     const seen = new Set<string>();
     const interval = this.options.pollIntervalMs ?? 250;
+    // A listing that failed is tried again at the next poll; only one that keeps failing is an error.
+    let failingSince: number | undefined;
     while (!this.abort.signal.aborted) {
       try {
         const pods = await this.kube.list<V1Pod>(PodKind, { namespace: this.options.namespace });
+        failingSince = undefined;
         for (const pod of pods) {
           const uid = pod.metadata?.uid ?? '';
           const name = pod.metadata?.name ?? '';
-          if (!hasRunnerContainer(pod) || seen.has(uid)) continue;
+          if (!hasRunnerContainer(pod)) continue;
+          // The kubelet's part of a graceful deletion, for a pod whose runner has ended: a pod deleted
+          // while it ran and marked ended afterwards (its runner's last status write racing the
+          // delete) keeps its deletionTimestamp until the kubelet confirms; nobody else ever does.
+          // (A pod held by finalizers waits for them, not for the kubelet.)
+          const deleting = !!pod.metadata?.deletionTimestamp && !pod.metadata.finalizers?.length;
+          if (deleting && !this.playing.has(uid) && (seen.has(uid) || isTerminal(pod))) {
+            await finishPodDeletion(this.options.namespace, name, { timeoutMs: 10_000 }).catch((err: Error) =>
+              this.errors.push(`finishing the deletion of ${this.options.namespace}/${name}: ${err.message}`),
+            );
+            continue;
+          }
+          if (seen.has(uid)) continue;
           if (isTerminal(pod)) continue; // played by an earlier player, or failed before we saw it
           seen.add(uid);
           const play = this.play(name, uid).finally(() => this.playing.delete(uid));
           this.playing.set(uid, play);
         }
       } catch (err) {
-        this.errors.push(`listing pods in ${this.options.namespace}: ${(err as Error).message}`);
+        const line = `listing pods in ${this.options.namespace}: ${(err as Error).message}`;
+        this.log(line);
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > scaled(LISTING_FAILS_FOR_MS)) {
+          this.errors.push(`${line} (failing for ${Date.now() - failingSince} ms)`);
+          failingSince = Date.now();
+        }
       }
       await sleep(interval, this.abort.signal);
     }
   }
 
-  /** The pod by name, unless it was replaced by another pod of the same name or is gone. */
+  /**
+   * The pod by name, unless it was replaced by another pod of the same name or is gone. Only a NotFound
+   * or another uid say "gone": a read that failed (a timeout or a reset connection on a loaded machine)
+   * says nothing about the pod and is asked again. Taken for a deletion, it would stop the runner on
+   * the service and leave its pod running with nobody to finish it once it is really deleted: a pod
+   * left for good after its runner went.
+   */
   private async current(name: string, uid: string): Promise<V1Pod | undefined> {
-    try {
-      const pod = await this.kube.get<V1Pod>(PodKind, this.options.namespace, name);
-      return pod.metadata?.uid === uid ? pod : undefined;
-    } catch {
-      return undefined;
-    }
+    const { namespace } = this.options;
+    const look = await waitFor(
+      async () => {
+        try {
+          const pod = await this.kube.get<V1Pod>(PodKind, namespace, name);
+          return { pod: pod.metadata?.uid === uid ? pod : undefined };
+        } catch (err) {
+          if (isNotFound(err)) return { pod: undefined };
+          throw err;
+        }
+      },
+      { description: `a read of pod ${namespace}/${name} that answers`, timeoutMs: 20_000, intervalMs: 250 },
+    );
+    return look.pod;
   }
 
   private draw(): number {
@@ -169,7 +211,11 @@ export class RunnerPlayer {
       while (!signal.aborted && Date.now() < waitUntil) {
         const pod = await this.current(name, uid);
         if (!pod || pod.metadata?.deletionTimestamp) return await this.deleted(name, uid, null);
-        jobId = service.runner(name)?.jobId ?? null;
+        const registration = service.runner(name);
+        // Gone from the service while waiting (its scale set deleted there): a real runner loses its
+        // connection and exits non-zero; the controller then deals with it.
+        if (!registration) return await this.unregistered(name, uid, new Error('registration removed'));
+        jobId = registration.jobId ?? null;
         if (jobId) break;
         await sleep(interval, signal);
       }
@@ -202,19 +248,23 @@ export class RunnerPlayer {
         return;
       }
       if (service.job(jobId)?.state === 'running') service.completeJob(jobId, fail ? 'failed' : 'succeeded');
-      service.runnerExited(name, 0);
+      // A registration dropped meanwhile (its scale set deleted on the service, the job canceled)
+      // leaves nothing to deregister.
+      if (service.runner(name)) service.runnerExited(name, 0);
       await runnerContainerTerminated(namespace, name, 0);
       this.outcomes.set(name, fail ? 'job-failed' : 'succeeded');
       this.log(`runner ${name}: job ${jobId} ${fail ? 'failed' : 'succeeded'}; exited 0`);
     } catch (err) {
       // A pod deleted between two steps (a scale-down or teardown racing the player's own status
       // writes) ended the runner as a deletion would; only a pod still there makes this an error.
-      if (!(await this.current(name, uid))) {
+      const left = await this.current(name, uid).catch((e: unknown) => e);
+      if (left === undefined) {
         this.outcomes.set(name, 'deleted');
         this.log(`runner ${name}: pod gone under the player (${(err as Error).message})`);
         return;
       }
-      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}`);
+      const unread = left instanceof Error ? `; the pod could not be read either: ${left.message}` : '';
+      this.errors.push(`runner ${namespace}/${name}: ${(err as Error).message}${unread}`);
     }
   }
 
@@ -230,7 +280,7 @@ export class RunnerPlayer {
     if (!pod) return;
     if (pod.metadata?.deletionTimestamp) {
       await runnerContainerTerminated(namespace, name, 1).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
       return;
     }
     await runnerContainerTerminated(namespace, name, 1);
@@ -241,6 +291,7 @@ export class RunnerPlayer {
    * runner stops as on SIGTERM and the player finishes the deletion as the kubelet would.
    */
   private async deleted(name: string, uid: string, jobId: string | null): Promise<void> {
+    if (jobId) this.deletedDuringJob.set(name, jobId);
     const { namespace, service } = this.options;
     try {
       service.runnerExited(name, jobId ? 143 : 0);
@@ -249,8 +300,10 @@ export class RunnerPlayer {
     }
     this.outcomes.set(name, 'deleted');
     if (await this.current(name, uid)) {
+      // The status write may meet the pod already gone; the deletion must be finished, or the pod stays
+      // with its deletionTimestamp for good: a failure here goes to `errors` (through play's catch).
       await runnerContainerTerminated(namespace, name, jobId ? 143 : 0).catch(() => undefined);
-      await finishPodDeletion(namespace, name).catch(() => undefined);
+      await finishPodDeletion(namespace, name);
     }
     this.log(`runner ${name}: pod deleted${jobId ? ` during job ${jobId}` : ''}`);
   }

@@ -1,7 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TIME_SCALE_ENV, scaled, timeScale } from './time-scale';
 
 export interface WaitForOptions {
-  /** Give up after this long; default 30 s (GC and namespace deletion are asynchronous and take seconds). */
+  /**
+   * Give up after this long on a quiet machine; default 30 s (GC and namespace deletion are asynchronous
+   * and take seconds). Multiplied by the run's time scale (ARO_TEST_TIME_SCALE, time-scale.ts).
+   */
   timeoutMs?: number;
   /** Pause between two polls; default 100 ms. */
   intervalMs?: number;
@@ -18,7 +22,7 @@ export async function waitFor<T>(
   condition: () => T | Promise<T>,
   options: WaitForOptions,
 ): Promise<NonNullable<T>> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = scaled(options.timeoutMs ?? 30_000);
   const intervalMs = options.intervalMs ?? 100;
   const deadline = Date.now() + timeoutMs;
   let lastResult: unknown;
@@ -41,8 +45,9 @@ export async function waitFor<T>(
         lastError !== undefined
           ? `the last poll threw: ${describeError(lastError)}`
           : `the last poll returned ${JSON.stringify(lastResult)}`;
+      const scale = timeScale() === 1 ? '' : ` (${TIME_SCALE_ENV}=${timeScale()})`;
       throw new Error(
-        `Timed out after ${timeoutMs} ms (${polls} polls) waiting for ${options.description}; ${seen}`,
+        `Timed out after ${timeoutMs} ms${scale} (${polls} polls) waiting for ${options.description}; ${seen}`,
       );
     }
     await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())));

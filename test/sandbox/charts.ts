@@ -1,7 +1,4 @@
-import { writeFileSync } from 'node:fs';
 import {
-  AuthenticationV1Api,
-  AuthorizationV1Api,
   KubeConfig,
   KubernetesObject,
   KubernetesObjectApi,
@@ -11,26 +8,22 @@ import {
   type V1EnvVar,
 } from '@kubernetes/client-node';
 import { findHelm } from '../harness/helm';
-import { kubeConfigForUser } from '../harness/users';
 import { CHARTS, Manifest, findManifest, render } from '../integration/charts/helm-chart';
 
 /*
  * The two charts as the sandbox installs them: `helm template` of charts/aro-controller and
  * charts/aro-scale-set, applied by server-side apply (the objects `helm install` would create, without
- * Helm's release bookkeeping), and the identities their workloads run as.
- *
- * There is no kubelet, so nobody mounts a service account token into a pod. The sandbox stands in for
- * it with a client certificate whose user is the service account's (`system:serviceaccount:<ns>:<name>`,
- * in the service-account groups): RBAC matches a ServiceAccount subject by that user name, so the
- * process gets exactly the rights the chart's bindings give the account. A certificate rather than a
- * TokenRequest token because a token expires within the hour and `--keep` runs for as long as one likes.
+ * Helm's release bookkeeping). Who their workloads run as: identities.ts.
  */
 
 export const CONTROLLER_NAMESPACE = 'arc-systems';
 /** The controller chart's release, as upstream's quickstart names it: Lease and service account arc-gha-rs-controller. */
 export const CONTROLLER_RELEASE = 'arc';
 export const RUNNER_NAMESPACE = 'arc-runners';
-/** The scale-set chart's release, and so the scale set's name (runnerScaleSetName defaults to it). */
+/**
+ * The scale-set chart's default release, and so the scale set's name (runnerScaleSetName defaults to
+ * it); `--name` gives another, up to the 45 characters the chart allows.
+ */
 export const SCALE_SET_RELEASE = 'sandbox';
 
 /**
@@ -43,6 +36,8 @@ export const CONTROLLER_VALUES = {
 };
 
 export interface ScaleSetValues {
+  /** The release, and so the AutoscalingRunnerSet's and the scale set's name. */
+  release: string;
   githubConfigUrl: string;
   githubToken: string;
   minRunners: number;
@@ -89,7 +84,7 @@ export async function renderControllerChart(): Promise<ControllerChart> {
 /** The scale-set chart with its defaults and only the values the sandbox must give. */
 export async function renderScaleSetChart(values: ScaleSetValues): Promise<Manifest[]> {
   return render(CHARTS.scaleSet, {
-    release: SCALE_SET_RELEASE,
+    release: values.release,
     namespace: RUNNER_NAMESPACE,
     setJson: {
       githubConfigUrl: values.githubConfigUrl,
@@ -152,54 +147,6 @@ export async function manifestsLeft(kubeConfig: KubeConfig, manifests: Manifest[
     if (found) left.push(`${m.kind}/${m.metadata.name}`);
   }
   return left;
-}
-
-export function serviceAccountUser(namespace: string, name: string): string {
-  return `system:serviceaccount:${namespace}:${name}`;
-}
-
-/**
- * A kubeconfig file for service account `namespace/name`, written to `path` (0600): what the process
- * of a pod running as that account uses instead of the mounted token.
- */
-export async function writeServiceAccountKubeconfig(
-  namespace: string,
-  name: string,
-  path: string,
-): Promise<string> {
-  const kc = await kubeConfigForUser(serviceAccountUser(namespace, name), [
-    'system:serviceaccounts',
-    `system:serviceaccounts:${namespace}`,
-  ]);
-  writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
-  return path;
-}
-
-export interface Identity {
-  /** The user the apiserver sees (SelfSubjectReview, `kubectl auth whoami`). */
-  user: string;
-  /** Whether it may create namespaces: the admin may, a chart's service account may not. */
-  mayCreateNamespaces: boolean;
-}
-
-/** Who a kubeconfig file authenticates as, asked of the apiserver itself. */
-export async function identityOf(kubeconfigPath: string): Promise<Identity> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
-  const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-  });
-  const access = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
-    body: {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SelfSubjectAccessReview',
-      spec: { resourceAttributes: { verb: 'create', resource: 'namespaces' } },
-    },
-  });
-  return {
-    user: review.status?.userInfo?.username ?? '',
-    mayCreateNamespaces: access.status?.allowed === true,
-  };
 }
 
 /**

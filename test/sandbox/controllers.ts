@@ -24,7 +24,16 @@ export interface ControllerReplica {
   process: ManagedProcess;
   /** Times this replica was started (a Deployment restarts a killed pod; so does the sandbox). */
   starts: number;
+  /** When its current process exited (0 while it runs). */
+  exitedAt: number;
 }
+
+/**
+ * How long a replica stays down before it is started again: the kubelet restarts a container that
+ * exited at once and backs off only if it keeps crashing; a few seconds is what a SIGKILLed pod of a
+ * Deployment takes to be back on a busy node, and long enough for the standby to notice the lease lapse.
+ */
+export const RESTART_DELAY_MS = 3_000;
 
 /**
  * The controller as the chart deploys it: the rendered Deployment's replicas, each a process of
@@ -39,6 +48,7 @@ export interface ControllerReplica {
  */
 export class ControllerReplicas {
   readonly replicas: ControllerReplica[] = [];
+  private stopping = false;
 
   constructor(
     private readonly options: {
@@ -53,6 +63,8 @@ export class ControllerReplicas {
       /** An admin client, to read the Lease for the progress view. */
       kube: KubeClient;
       replicas: number;
+      /** The program each replica runs; default apps/controller's main (a test gives a stand-in). */
+      main?: string;
     },
   ) {}
 
@@ -84,7 +96,7 @@ export class ControllerReplicas {
     return ManagedProcess.start({
       name,
       binary: process.execPath,
-      args: ['-r', '@swc-node/register', CONTROLLER_MAIN],
+      args: ['-r', '@swc-node/register', this.options.main ?? CONTROLLER_MAIN],
       logFile: join(this.options.logDir, `${name}.log`),
       env: this.env(name, port),
       pidFile: this.options.pidFile,
@@ -96,7 +108,9 @@ export class ControllerReplicas {
     for (let i = 0; i < this.options.replicas; i++) {
       const name = `aro-controller-${i}`;
       const port = await freePort();
-      this.replicas.push({ name, port, process: await this.launch(name, port), starts: 1 });
+      const replica = { name, port, process: await this.launch(name, port), starts: 1, exitedAt: 0 };
+      this.watchExit(replica);
+      this.replicas.push(replica);
     }
     await Promise.all(this.replicas.map((r) => this.waitHealthy(r, timeoutMs)));
   }
@@ -133,14 +147,27 @@ export class ControllerReplicas {
     }
   }
 
-  /** Restarts replicas whose process is gone, as their Deployment would; returns their names. */
-  async restartExited(): Promise<string[]> {
-    const restarted: string[] = [];
+  private watchExit(replica: ControllerReplica): void {
+    const current = replica.process;
+    void current.exited.then(() => {
+      if (replica.process === current) replica.exitedAt = Date.now();
+    });
+  }
+
+  /**
+   * Restarts every replica whose process has been gone for `afterMs`, however it went (a chaos kill,
+   * a person's `kill -9` during --keep, a crash), as its Deployment would; returns the restarted ones.
+   */
+  async restartExited(afterMs = RESTART_DELAY_MS): Promise<ControllerReplica[]> {
+    const restarted: ControllerReplica[] = [];
     for (const replica of this.replicas) {
-      if (replica.process.running) continue;
+      if (this.stopping || replica.process.running || !replica.exitedAt) continue;
+      if (Date.now() - replica.exitedAt < afterMs) continue;
       replica.process = await this.launch(replica.name, replica.port);
+      replica.exitedAt = 0;
       replica.starts += 1;
-      restarted.push(replica.name);
+      this.watchExit(replica);
+      restarted.push(replica);
     }
     return restarted;
   }
@@ -149,7 +176,17 @@ export class ControllerReplicas {
   async killLeader(): Promise<string | undefined> {
     const holder = await this.leader();
     const replica = this.replicas.find((r) => holder?.startsWith(`${r.name}_`));
-    if (!replica) return undefined;
+    return replica ? this.kill(replica) : undefined;
+  }
+
+  /** SIGKILLs a running replica that does not hold the Lease (the standby), if there is one. */
+  async killStandby(): Promise<string | undefined> {
+    const holder = await this.leader();
+    const replica = this.replicas.find((r) => r.process.running && !holder?.startsWith(`${r.name}_`));
+    return replica ? this.kill(replica) : undefined;
+  }
+
+  private async kill(replica: ControllerReplica): Promise<string> {
     replica.process.killNow();
     await replica.process.exited;
     return replica.name;
@@ -160,6 +197,7 @@ export class ControllerReplicas {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await Promise.all(this.replicas.map((r) => r.process.stop(15_000)));
   }
 }

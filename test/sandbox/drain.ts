@@ -7,13 +7,7 @@ import {
   Labels,
 } from '@aro/api';
 import type { KubeClient } from '@aro/kube';
-import {
-  CONTROLLER_NAMESPACE,
-  RUNNER_NAMESPACE,
-  SCALE_SET_RELEASE,
-  deleteManifests,
-  manifestsLeft,
-} from './charts';
+import { CONTROLLER_NAMESPACE, RUNNER_NAMESPACE, deleteManifests, manifestsLeft } from './charts';
 import type { Manifest } from '../integration/charts/helm-chart';
 import { podsIn } from './observe';
 
@@ -22,6 +16,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export interface DrainOptions {
   kube: KubeClient;
   kubeConfig: KubeConfig;
+  /** The scale-set chart's release: the scale set's name. */
+  release: string;
   /** The scale-set chart's objects as applied. */
   scaleSet: Manifest[];
   /** Called once a second while it waits, for the progress view. */
@@ -36,7 +32,7 @@ export interface DrainOptions {
  * stays 20 s is stuck (a finalizer nobody will remove), not slow, so it is counted rather than waited for.
  */
 export async function drainScaleSet(o: DrainOptions): Promise<string[]> {
-  o.event(`workload over; uninstalling the scale set (release ${SCALE_SET_RELEASE})`);
+  o.event(`workload over; uninstalling the scale set (release ${o.release})`);
   await deleteManifests(o.kubeConfig, o.scaleSet);
   const drainUntil = Date.now() + 90_000;
   let chartLeft: string[] = [];
@@ -46,7 +42,7 @@ export async function drainScaleSet(o: DrainOptions): Promise<string[]> {
     chartLeft = await manifestsLeft(o.kubeConfig, o.scaleSet);
     // The scale set's own runners, pods and listener (by the label the controller propagates): what a
     // person applied with --keep (examples/manifests) is theirs and is not waited for.
-    const own = { labelSelector: `${Labels.scaleSetName}=${SCALE_SET_RELEASE}` };
+    const own = { labelSelector: `${Labels.scaleSetName}=${o.release}` };
     const listeners = await o.kube.list<AutoscalingListener>(AutoscalingListenerKind, {
       namespace: CONTROLLER_NAMESPACE,
       ...own,

@@ -2,12 +2,14 @@
 import 'reflect-metadata';
 import { OptionsError, USAGE, parseSandboxOptions } from './options';
 import { cleanRun, renderReport } from './report';
+import { runRealNodeSandbox } from './real-node';
 import { runSandbox } from './sandbox';
 
 async function main(): Promise<number> {
   let options;
   try {
-    options = parseSandboxOptions(process.argv.slice(2));
+    // --real-node (test/sandbox/real-node.ts): the same workload on a real kubelet and containerd.
+    options = parseSandboxOptions(process.argv.slice(2).filter((arg) => arg !== '--real-node'));
   } catch (err) {
     if (err instanceof OptionsError) {
       process.stderr.write(`${err.message}\n\n${USAGE}\n`);
@@ -37,7 +39,8 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onSignal);
-  const report = await runSandbox(options, {
+  const run = process.argv.includes('--real-node') ? runRealNodeSandbox : runSandbox;
+  const report = await run(options, {
     out: process.stdout,
     tty: process.stdout.isTTY === true,
     signal: interrupt.signal,

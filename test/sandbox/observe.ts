@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import type { KubernetesObject, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { EphemeralRunnerSet, EphemeralRunnerSetKind, Labels } from '@aro/api';
 import { KubeClient, PodKind, SecretKind } from '@aro/kube';
 import { CONTROLLER_NAMESPACE, RUNNER_NAMESPACE } from './charts';
 
@@ -30,8 +30,8 @@ export function forbiddenLines(logFile: string): string[] {
     .filter((line) => /forbidden/i.test(line))
     .map((line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
-        return entry.err?.message ?? entry.msg ?? line;
+        const entry = JSON.parse(line) as { message?: string; error?: string };
+        return entry.error ?? entry.message ?? line;
       } catch {
         return line;
       }
@@ -56,6 +56,42 @@ export async function secretsIn(kube: KubeClient): Promise<V1Secret[]> {
     ),
   );
   return lists.flat();
+}
+
+/**
+ * Whether an object was made for scale set `scaleSet` (the sandbox's release): by its chart (named in
+ * `chartObjects`, `Kind/name`), or by the product for it, which labels what it makes with the scale
+ * set's name or owns it by an object of the actions.github.com API named after the scale set (a runner
+ * pod and its JIT secret by their EphemeralRunner, a listener's pod and config by their
+ * AutoscalingListener). What a person applied during --keep (examples/manifests, a set of their own) is
+ * theirs: not waited for, and not counted as left.
+ */
+export function madeForScaleSet(
+  object: KubernetesObject,
+  scaleSet: string,
+  chartObjects: readonly string[],
+): boolean {
+  const meta = object.metadata;
+  if (chartObjects.includes(`${object.kind}/${meta?.name}`)) return true;
+  if (meta?.labels?.[Labels.scaleSetName] === scaleSet) return true;
+  return (meta?.ownerReferences ?? []).some(
+    (o) =>
+      o.apiVersion.startsWith('actions.github.com/') &&
+      (o.name === scaleSet || o.name.startsWith(`${scaleSet}-`)),
+  );
+}
+
+/** The pods and secrets made for the scale set that are still there (`Kind/namespace/name`). */
+export async function leftOf(
+  kube: KubeClient,
+  scaleSet: string,
+  chartObjects: readonly string[],
+): Promise<{ pods: string[]; secrets: string[] }> {
+  const named = (kind: string, list: Array<V1Pod | V1Secret>): string[] =>
+    list
+      .filter((o) => madeForScaleSet({ ...o, kind }, scaleSet, chartObjects))
+      .map((o) => `${kind}/${o.metadata?.namespace}/${o.metadata?.name}`);
+  return { pods: named('Pod', await podsIn(kube)), secrets: named('Secret', await secretsIn(kube)) };
 }
 
 /** The desired count: the EphemeralRunnerSet's replicas, as the listener asked. */

@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
+import { SCALE_SET_RELEASE } from './charts';
 
 /** What `npm run sandbox -- ...` was asked for. */
 export interface SandboxOptions {
-  /** Jobs queued in total. */
+  /** Jobs queued in total; 0 to bring everything up and go straight to --keep (or the uninstall). */
   jobs: number;
+  /** The scale-set chart's release: the AutoscalingRunnerSet's and the scale set's name. */
+  name: string;
   /** Jobs queued per second, in waves every `waveSeconds`. */
   rate: number;
   /** The scale set's maxRunners. */
@@ -29,7 +32,9 @@ export interface SandboxOptions {
 
 export const USAGE = `usage: npm run sandbox -- [options]
 
-  --jobs N           jobs to queue in total (default 40)
+  --jobs N           jobs to queue in total, 0 for none (default 40)
+  --name NAME        the scale set's name, the scale-set chart's release (default sandbox; up to 45
+                     characters, as the chart allows)
   --rate R           jobs queued per second, in waves every 5 s (default 1)
   --max-runners N    the scale set's maxRunners (default 10)
   --min-runners N    the scale set's minRunners, idle runners kept ready (default 0)
@@ -69,6 +74,7 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
       args: [...argv],
       options: {
         jobs: { type: 'string' },
+        name: { type: 'string' },
         rate: { type: 'string' },
         'max-runners': { type: 'string' },
         'min-runners': { type: 'string' },
@@ -86,10 +92,19 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
     throw new OptionsError((err as Error).message);
   }
   const positiveInt = (n: number): boolean => Number.isInteger(n) && n > 0;
+  const wholeNumber = (n: number): boolean => Number.isInteger(n) && n >= 0;
+  const name = values.name === undefined ? SCALE_SET_RELEASE : String(values.name);
+  // The chart's own rule (values.schema.json): a DNS label the release's objects can be named after.
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 45) {
+    throw new OptionsError(
+      `--name ${name}: must be at most 45 lowercase letters, digits and '-', starting and ending with a letter or digit`,
+    );
+  }
   const share = (n: number): boolean => n >= 0 && n <= 1;
   const maxRunners = number(values, 'max-runners', 10, positiveInt, 'a whole number above 0');
   return {
-    jobs: number(values, 'jobs', 40, positiveInt, 'a whole number above 0'),
+    jobs: number(values, 'jobs', 40, wholeNumber, 'a whole number, 0 or more'),
+    name,
     rate: number(values, 'rate', 1, (n) => n > 0, 'a number above 0'),
     maxRunners,
     minRunners: number(

@@ -26,6 +26,8 @@ export interface SandboxReport {
   /** Pods and secrets left in the runner and controller namespaces once the scale set is uninstalled. */
   podsLeft: number;
   secretsLeft: number;
+  /** Those pods and secrets, `Kind/namespace/name`. */
+  podsAndSecretsLeft: string[];
   /** Objects of the scale-set chart still there after its uninstall (`Kind/name`). */
   chartObjectsLeft: string[];
   identities: Identity[];
@@ -103,10 +105,12 @@ export interface KeepTargets {
   simUrl: string;
   /** The simulator's usual port, which examples/manifests name. */
   simulatorPort: number;
-  controllerMetrics: string[];
+  controllers: Array<{ name: string; pid: number; metricsUrl: string }>;
   listenerMetrics: string[];
   lease: { namespace: string; name: string };
   workDir: string;
+  /** The scale set's name: the label its jobs ask for. */
+  release: string;
 }
 
 /** What `--keep` prints: where everything is, and commands to paste. */
@@ -117,7 +121,8 @@ export function keepInstructions(t: KeepTargets): string {
     'Left running (--keep). Ctrl-C stops everything and removes every temporary folder.',
     `  kubeconfig:         ${t.kubeconfigPath} (admin)`,
     `  simulator:          ${t.simUrl} (state: ${t.simUrl}/_sim/state)`,
-    `  controller metrics: ${t.controllerMetrics.join(', ')}`,
+    `  controllers:        ${t.controllers.map((c) => `${c.name} pid ${c.pid} (${c.metricsUrl})`).join(', ')}`,
+    '                      (a replica killed, even with -9, is started again within seconds, as by its Deployment)',
     `  listener metrics:   ${t.listenerMetrics.join(', ') || '(no listener running)'}`,
     `  logs:               ${t.workDir}/*.log, ${t.workDir}/listeners/*/listener.log`,
     '',
@@ -128,9 +133,10 @@ export function keepInstructions(t: KeepTargets): string {
     new URL(t.simUrl).port === String(t.simulatorPort)
       ? '  kubectl apply -f examples/manifests/'
       : `  sed 's#127.0.0.1:${t.simulatorPort}#${simHost}#' examples/manifests/*.yaml | kubectl apply -f -   # port ${t.simulatorPort} was taken`,
-    `  curl -s -X POST ${t.simUrl}/_sim/jobs -H 'content-type: application/json' -d '{"labels":["sandbox"],"repo":"octo/hello"}'`,
+    `  curl -s -X POST ${t.simUrl}/_sim/jobs -H 'content-type: application/json' -d '{"labels":["${t.release}"],"repo":"octo/hello"}'`,
     `  curl -s ${t.simUrl}/_sim/runners`,
-    `  curl -s ${t.controllerMetrics[0] ?? ''} | grep -E '^(gha|aro)_'`,
+    `  curl -s ${t.controllers[0]?.metricsUrl ?? ''} | grep -E '^(gha|aro)_'`,
+    `  curl -s -X DELETE ${t.simUrl}/_sim/scalesets/<id>   # as GitHub deletes an offline scale set; ids: ${t.simUrl}/_sim/scalesets`,
     '',
   ].join('\n');
 }

@@ -1,41 +1,40 @@
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { KubeClient, NamespaceKind } from '@aro/kube';
-import { createLogger } from '@aro/observability';
-import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../apps/simulator/src';
+import { DEFAULT_PAT, type RunningSimulator } from '../../apps/simulator/src';
 import { ControlPlane } from '../harness/control-plane';
 import { CRD_PATHS } from '../harness/global-setup';
-import { ListenerPodPlayer } from '../harness/listener-pod-player';
+import type { ListenerPodPlayer } from '../harness/listener-pod-player';
 import { processExists } from '../harness/processes';
-import { RunnerPlayer } from '../harness/runner-player';
-import { freePort } from '../harness/ports';
-import { LISTENER_MAIN } from './apps';
+import type { RunnerPlayer } from '../harness/runner-player';
 import {
   CONTROLLER_NAMESPACE,
   CONTROLLER_RELEASE,
   RUNNER_NAMESPACE,
-  SCALE_SET_RELEASE,
   applyManifests,
   ensureHelm,
-  identityOf,
   renderControllerChart,
   renderScaleSetChart,
-  writeServiceAccountKubeconfig,
 } from './charts';
+import type { Manifest } from '../integration/charts/helm-chart';
+import { identityOf, writeServiceAccountKubeconfig } from './identities';
 import { ControllerReplicas } from './controllers';
+import { startPlayers } from './players';
 import type { SandboxOptions } from './options';
 import { ProgressView, jobCounts, type Snapshot } from './progress';
 import { keepInstructions, type Identity, type SandboxReport } from './report';
 import { drainScaleSet } from './drain';
-import { forbiddenLines, podsIn, secretsIn } from './observe';
+import { forbiddenLines, leftOf } from './observe';
 import { percentile } from './stats';
 import { Workload } from './workload';
+import { SIMULATOR_PORT, startSandboxSimulator } from './simulator';
+import { leaderThenListenerKills } from './chaos-kills';
 import { WorkloadObserver } from './workload-observer';
 
 export { renderReport, type SandboxReport } from './report';
 
-export const SIMULATOR_PORT = 8910;
+export { SIMULATOR_PORT };
 
 export interface SandboxIo {
   out: NodeJS.WritableStream;
@@ -46,6 +45,36 @@ export interface SandboxIo {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The running product and its stand-ins, as a hook sees them (the chaos runner injects its faults here). */
+export interface SandboxParts {
+  plane: ControlPlane;
+  /** An admin client. */
+  kube: KubeClient;
+  sim: RunningSimulator;
+  controllers: ControllerReplicas;
+  listeners: ListenerPodPlayer;
+  runners: RunnerPlayer;
+  workload: Workload;
+  /** The scale-set chart's release (the scale set's name) and its objects as applied. */
+  release: string;
+  scaleSet: Manifest[];
+  /** An event line in the run's output. */
+  event: (line: string) => void;
+}
+
+/**
+ * What a caller in-process adds to a run (none for `npm run sandbox`): the chaos runner's faults and
+ * the invariants it reads before anything is stopped.
+ */
+export interface SandboxHooks {
+  /** Once the workload has started. */
+  started?(parts: SandboxParts): Promise<void>;
+  /** At each look during the workload (about once a second). */
+  tick?(parts: SandboxParts, snapshot: Snapshot): Promise<void>;
+  /** After the uninstall and its wait, before anything is stopped. */
+  drained?(parts: SandboxParts): Promise<void>;
+}
+
 /**
  * `npm run sandbox`: the whole product on this machine, on loopback. Brings up the control plane, the
  * simulator as GitHub, the controller chart (its RBAC applied, its Deployment's replicas played as
@@ -53,7 +82,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * workload; shows progress; then uninstalls the scale set, checks what is left, stops everything and
  * reports.
  */
-export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promise<SandboxReport> {
+export async function runSandbox(
+  options: SandboxOptions,
+  io: SandboxIo,
+  hooks: SandboxHooks = {},
+): Promise<SandboxReport> {
   const view = new ProgressView(io.out, io.tty);
   const began = Date.now();
   view.event(
@@ -93,27 +126,9 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       await kube.create<V1Namespace>(NamespaceKind, { metadata: { name } });
     }
 
-    // In-process: the sandbox reads the service's jobs, registrations and counters several times a
-    // second for the progress view and plays every runner against it; over HTTP that would be a
-    // process more to manage and a JSON round trip per look. The product reaches it over HTTP as ever.
-    const simLog = createWriteStream(join(workDir, 'simulator.log'));
-    // A listener killed outright (--chaos) leaves its message session open; a new one may take over
-    // once the old one is idle for sessionIdleTimeoutMs. The simulator's default (120 s) would stall the
-    // run for two minutes; 15 s, with long polls of 10 s so that a live listener is never idle that
-    // long, shows the same handover in seconds.
-    const simOptions = {
-      seed: { timing: { autoStartJobs: true, sessionIdleTimeoutMs: 15_000, longPollTimeoutMs: 10_000 } },
-      logger: createLogger({ level: 'info', format: 'json', destination: simLog }),
-    };
-    // The simulator's usual port when it is free, so that examples/manifests (which name
-    // http://127.0.0.1:8910/octo) apply as they are against `npm run sandbox -- --keep`.
-    const sim: RunningSimulator = await startSimulator({ ...simOptions, port: SIMULATOR_PORT }).catch(() =>
-      startSimulator({ ...simOptions, port: 0 }),
-    );
-    cleanup.push(async () => {
-      await sim.stop();
-      simLog.end();
-    });
+    const simulator = await startSandboxSimulator(workDir);
+    const sim = simulator.sim;
+    cleanup.push(simulator.stop);
     const configUrl = sim.configUrl({ org: 'octo' });
     view.event(`simulator (GitHub + Actions service) at ${sim.url}; config URL ${configUrl}`);
 
@@ -132,6 +147,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
           .join(', '),
     );
     const controllerKubeconfig = await writeServiceAccountKubeconfig(
+      cp.kubeConfig(),
       CONTROLLER_NAMESPACE,
       controllerChart.serviceAccountName,
       join(identityDir, 'controller.kubeconfig'),
@@ -153,52 +169,37 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         `${CONTROLLER_NAMESPACE}/${controllerChart.serviceAccountName}, leader election on ${lease.namespace}/${lease.name})`,
     );
     await controllers.start();
-    view.event(`controllers up: ${controllers.replicas.map((r) => `${r.name} :${r.port}`).join(', ')}`);
+    view.event(
+      `controllers up: ${controllers.replicas.map((r) => `${r.name} :${r.port} (pid ${r.process.pid})`).join(', ')}`,
+    );
+    // A Deployment restarts a pod that died, however it died (a chaos kill, a person's kill -9 during
+    // --keep, a crash); so does the sandbox, at each look.
+    const superviseControllers = async (): Promise<void> => {
+      for (const r of await controllers.restartExited()) {
+        view.event(`restarted ${r.name} (pid ${r.process.pid}), as its Deployment would`, last);
+      }
+    };
 
-    const runnerPlayer = new RunnerPlayer({
-      kubeConfig: cp.kubeConfig(),
-      namespace: RUNNER_NAMESPACE,
-      service: sim,
-      jobDurationMs: options.duration * 1_000,
-      failShare: options.failShare,
-      exit7Share: options.exit7Share,
-      jobWaitTimeoutMs: 120_000,
-    }).start();
-    cleanup.push(() => runnerPlayer.stop());
-
-    // Each listener runs as its pod's service account, with the Role the AutoscalingListener
-    // controller bound to it (patch its EphemeralRunnerSet and its runners, nothing more).
-    const listenerKubeconfigs = new Map<string, string>();
-    const listenerPlayer = new ListenerPodPlayer({
-      kubeConfig: cp.kubeConfig(),
-      kubeconfigPath: cp.info.kubeconfigPath,
-      kubeconfigForPod: async (pod) => {
-        const namespace = pod.metadata?.namespace ?? '';
-        const account = pod.spec?.serviceAccountName ?? 'default';
-        const key = `${namespace}/${account}`;
-        const known = listenerKubeconfigs.get(key);
-        if (known) return known;
-        const path = await writeServiceAccountKubeconfig(
-          namespace,
-          account,
-          join(identityDir, `listener-${namespace}-${account}.kubeconfig`),
-        );
-        listenerKubeconfigs.set(key, path);
-        return path;
-      },
-      namespace: '', // wherever the AutoscalingListener controller puts them
-      listenerMain: LISTENER_MAIN,
-      workDir: join(workDir, 'listeners'),
+    const players = startPlayers({
+      admin: cp.kubeConfig(),
+      adminKubeconfigPath: cp.info.kubeconfigPath,
+      sim,
+      options,
+      identityDir,
+      workDir,
       pidFile: join(cp.info.runDir, 'pids'),
-      freePort,
       log: (l) => view.event(`  ${l}`, last),
-    }).start();
+    });
+    const { runners: runnerPlayer, listeners: listenerPlayer } = players;
+    cleanup.push(() => runnerPlayer.stop());
     cleanup.push(() => listenerPlayer.stop());
 
     // The scale-set chart with its defaults, given only what the sandbox must: the simulator's URL,
     // its token, the runner bounds from the flags, and the controller's service account (which
     // `helm install` would look up in the cluster and `helm template` cannot).
+    const release = options.name;
     const scaleSet = await renderScaleSetChart({
+      release,
       githubConfigUrl: configUrl,
       githubToken: DEFAULT_PAT,
       minRunners: options.minRunners,
@@ -210,7 +211,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     });
     await applyManifests(cp.kubeConfig(), scaleSet);
     view.event(
-      `installed charts/aro-scale-set (release ${SCALE_SET_RELEASE} in ${RUNNER_NAMESPACE}, ` +
+      `installed charts/aro-scale-set (release ${release} in ${RUNNER_NAMESPACE}, ` +
         `minRunners ${options.minRunners}, maxRunners ${options.maxRunners}): ` +
         scaleSet.map((m) => `${m.kind}/${m.metadata.name}`).join(', '),
     );
@@ -233,7 +234,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       jobs: options.jobs,
       rate: options.rate,
       waveSeconds: options.waveSeconds,
-      labels: [SCALE_SET_RELEASE],
+      labels: [release],
     });
     const observer = await WorkloadObserver.start({
       kube,
@@ -248,9 +249,25 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     workload.start();
     cleanup.push(async () => workload.stop());
 
-    let killedLeaderAt = 0;
-    let listenerKilled = false;
-    let leaderKilled = false;
+    const parts: SandboxParts = {
+      plane: cp,
+      kube,
+      sim,
+      controllers,
+      listeners: listenerPlayer,
+      runners: runnerPlayer,
+      workload,
+      release,
+      scaleSet,
+      event: (line) => view.event(line, last),
+    };
+    const builtIn = options.chaos
+      ? leaderThenListenerKills(options.jobs, (line) => {
+          chaos.push(line);
+          parts.event(line);
+        })
+      : {};
+    await hooks.started?.(parts);
     const deadline = workloadBegan + options.timeoutSeconds * 1_000;
 
     // The workload: run until every job has finished, the timeout passes, or Ctrl-C.
@@ -263,28 +280,9 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         view.event(`!!! the workload did not finish within ${options.timeoutSeconds} s; stopping`, last);
         break;
       }
-      if (options.chaos && !leaderKilled && done >= options.jobs / 3) {
-        leaderKilled = true;
-        const victim = await controllers.killLeader();
-        killedLeaderAt = Date.now();
-        const line = victim ? `chaos: killed the leader ${victim} (SIGKILL)` : 'chaos: no leader to kill';
-        chaos.push(line);
-        view.event(line, last);
-      }
-      if (options.chaos && !listenerKilled && done >= options.jobs / 2) {
-        listenerKilled = true;
-        const victim = await listenerPlayer.killOne();
-        const line = victim
-          ? `chaos: killed the listener ${victim.pod} (SIGKILL)`
-          : 'chaos: no listener running to kill';
-        chaos.push(line);
-        view.event(line, last);
-      }
-      // A Deployment restarts a killed pod after a moment; so does the sandbox.
-      if (killedLeaderAt && Date.now() - killedLeaderAt > 3_000) {
-        for (const name of await controllers.restartExited()) view.event(`restarted ${name}`, last);
-        killedLeaderAt = 0;
-      }
+      await builtIn.tick?.(parts, last);
+      await hooks.tick?.(parts, last);
+      await superviseControllers();
       await sleep(1_000);
     }
     const workloadMs = Date.now() - workloadBegan;
@@ -296,15 +294,23 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
           kubeconfigPath: cp.info.kubeconfigPath,
           simUrl: sim.url,
           simulatorPort: SIMULATOR_PORT,
-          controllerMetrics: controllers.replicas.map((r) => controllers.metricsUrl(r)),
+          controllers: controllers.replicas.map((r) => ({
+            name: r.name,
+            pid: r.process.pid,
+            metricsUrl: controllers.metricsUrl(r),
+          })),
           listenerMetrics: listenerPlayer.running().map((l) => l.metricsUrl),
           lease,
           workDir,
+          release,
         }),
       );
-      // Until Ctrl-C the players keep playing, for what a person applies or queues; then the same
-      // uninstall and count as without --keep.
-      while (!io.signal.aborted) await sleep(1_000);
+      // Until Ctrl-C the players keep playing, for what a person applies or queues, and a replica that
+      // dies is started again; then the same uninstall and count as without --keep.
+      while (!io.signal.aborted) {
+        await superviseControllers();
+        await sleep(1_000);
+      }
     }
 
     // Drain: `helm uninstall` of the scale set; the controller releases its runners, its listener and
@@ -315,6 +321,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
         ? await drainScaleSet({
             kube,
             kubeConfig: cp.kubeConfig(),
+            release,
             scaleSet,
             tick: async () => {
               last = await observer.look();
@@ -323,9 +330,10 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
             event: (line) => view.event(line, last),
           })
         : [];
+    await hooks.drained?.(parts);
     view.release();
-    const pods = await podsIn(kube);
-    const secrets = await secretsIn(kube);
+    const chartObjects = scaleSet.map((m) => `${m.kind}/${m.metadata.name}`);
+    const left = await leftOf(kube, release, chartObjects);
     const jobs = sim.jobs().filter((j) => workload.jobIds.includes(j.jobId));
     const waits = jobs
       .filter((j) => !j.runnerAssignTime.startsWith('0001'))
@@ -339,12 +347,7 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
     const refusals = logs.flatMap(forbiddenLines);
     const identities: Identity[] = [
       { who: 'controller' as const, ...(await identityOf(controllerKubeconfig)) },
-      ...(await Promise.all(
-        [...listenerKubeconfigs.values()].map(async (path) => ({
-          who: 'listener' as const,
-          ...(await identityOf(path)),
-        })),
-      )),
+      ...players.listenerIdentities.map((identity) => ({ who: 'listener' as const, ...identity })),
     ];
     report = {
       wallMs: workloadMs,
@@ -360,8 +363,9 @@ export async function runSandbox(options: SandboxOptions, io: SandboxIo): Promis
       kubeWrites: observer.kubeWriteCount,
       actionsCalls: observer.actionsCalls(),
       registrationsLeft: sim.registrations().length,
-      podsLeft: pods.length,
-      secretsLeft: secrets.length,
+      podsLeft: left.pods.length,
+      secretsLeft: left.secrets.length,
+      podsAndSecretsLeft: [...left.pods, ...left.secrets],
       chartObjectsLeft: chartLeft,
       identities,
       refusals: [...new Set(refusals)],

@@ -4,8 +4,9 @@ export { percentile } from '../harness/stats';
 export function formatDuration(ms: number): string {
   if (ms < 1_000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  return `${minutes} min ${Math.round((ms - minutes * 60_000) / 1_000)} s`;
+  // Rounded to the second first, so that 4 min 59.6 s reads 5 min 0 s, not 4 min 60 s.
+  const seconds = Math.round(ms / 1_000);
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }
 
 /** Rows of [label, value] as a two-column table with a rule above and below. */

@@ -16,6 +16,8 @@ describe('loadControllerConfig', () => {
       LOG_FORMAT: 'json',
       PROBE_PORT: 8081,
       LISTENER_CREDENTIAL_REFRESH_SECONDS: 60,
+      RUNNER_START_TIMEOUT: 600_000,
+      BUSY_RUNNER_EVICTION_PROTECTION: true,
     });
   });
 
@@ -30,6 +32,16 @@ describe('loadControllerConfig', () => {
     expect(config.TERMINATED_POD_GRACE_PERIOD_SECONDS).toBe(-1);
   });
 
+  it("takes LOG_LEVEL as a name or as upstream's zap level number", () => {
+    expect(loadControllerConfig({ LOG_LEVEL: '-1' }).LOG_LEVEL).toBe('debug');
+    expect(loadControllerConfig({ LOG_LEVEL: '0' }).LOG_LEVEL).toBe('info');
+    expect(loadControllerConfig({ LOG_LEVEL: '2' }).LOG_LEVEL).toBe('error');
+    expect(loadControllerConfig({ LOG_LEVEL: 'warn' }).LOG_LEVEL).toBe('warn');
+    expect(() => loadControllerConfig({ LOG_LEVEL: 'verbose' })).toThrow(
+      /LOG_LEVEL: "verbose" is not a log level/,
+    );
+  });
+
   it('refuses invalid values with a message naming every bad variable', () => {
     expect(() =>
       loadControllerConfig({
@@ -37,12 +49,14 @@ describe('loadControllerConfig', () => {
         LOG_LEVEL: 'verbose',
         PROBE_PORT: '70000',
         LISTENER_CREDENTIAL_REFRESH_SECONDS: '1',
+        RUNNER_START_TIMEOUT: 'ten minutes',
+        BUSY_RUNNER_EVICTION_PROTECTION: 'maybe',
       }),
     ).toThrow(
       expect.objectContaining({
         name: 'ConfigError',
         message: expect.stringMatching(
-          /MAX_CONCURRENT_RECONCILES[\s\S]*LOG_LEVEL[\s\S]*PROBE_PORT[\s\S]*LISTENER_CREDENTIAL_REFRESH_SECONDS/,
+          /MAX_CONCURRENT_RECONCILES[\s\S]*LOG_LEVEL[\s\S]*PROBE_PORT[\s\S]*LISTENER_CREDENTIAL_REFRESH_SECONDS[\s\S]*RUNNER_START_TIMEOUT[\s\S]*BUSY_RUNNER_EVICTION_PROTECTION/,
         ),
       }) as ConfigError,
     );
@@ -52,5 +66,11 @@ describe('loadControllerConfig', () => {
     expect(() =>
       loadControllerConfig({ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' }),
     ).toThrow(/RENEW_DEADLINE_SECONDS: must be shorter than LEASE_DURATION_SECONDS/);
+  });
+
+  it('refuses a start timeout too short to start any pod, naming the variable', () => {
+    expect(() => loadControllerConfig({ RUNNER_START_TIMEOUT: '5s' })).toThrow(
+      /RUNNER_START_TIMEOUT: must be at least 10s/,
+    );
   });
 });

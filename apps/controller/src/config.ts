@@ -1,3 +1,4 @@
+import { parseLogLevel } from '@aro/observability';
 import { z } from 'zod';
 
 const seconds = (fallback: number) => z.coerce.number().finite().default(fallback);
@@ -7,6 +8,39 @@ const bool = (fallback: boolean) =>
     .enum(['true', 'false', '1', '0', 'yes', 'no'])
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/**
+ * A duration as Go and Helm users write it (`90s`, `10m`, `1h30m`) or a bare number of seconds, in
+ * milliseconds; anything else is refused with the forms it accepts.
+ */
+export function parseDurationMs(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000;
+  const unitMs: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== trimmed) return undefined;
+  return parts.reduce((sum, [, n, unit]) => sum + Number(n) * unitMs[unit], 0);
+}
+
+const duration = (fallback: string, minMs: number) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDurationMs(text);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${text}" is not a duration (e.g. 90s, 10m, 1h30m, or seconds)`,
+        });
+        return z.NEVER;
+      }
+      if (ms < minMs) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${minMs / 1000}s` });
+        return z.NEVER;
+      }
+      return ms;
+    });
 
 /**
  * Every option of the controller, read from the environment and validated once at start. A bad value
@@ -41,7 +75,24 @@ export const controllerEnvSchema = z
      * of 10 API writes (docs/performance.md), and the status already records each transition.
      */
     EVENTS: z.enum(['all', 'failures', 'none']).default('failures'),
-    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    /**
+     * debug, info, warn, error, or a zap level number as upstream's --log-level accepts it (-1 debug,
+     * 0 info, 1 warn, 2 error, 3 and above nothing); read as the level name it means.
+     */
+    LOG_LEVEL: z
+      .string()
+      .default('info')
+      .transform((v, ctx) => {
+        const level = parseLogLevel(v);
+        if (level === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${v}" is not a log level: use debug, info, warn, error, or a zap level number (-1 debug .. 2 error)`,
+          });
+          return z.NEVER;
+        }
+        return level;
+      }),
     LOG_FORMAT: z.enum(['json', 'text']).default('json'),
     /** /healthz, /readyz and /metrics are served here, on every replica. */
     PROBE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
@@ -87,6 +138,19 @@ export const controllerEnvSchema = z
      * Secret read per scale set.
      */
     LISTENER_CREDENTIAL_REFRESH_SECONDS: seconds(60).refine((v) => v >= 5, 'must be >= 5'),
+    /**
+     * How long a runner pod may stay short of Running before its runner is marked Failed with the
+     * kubelet's reason (image pull failures, unschedulable, a node that never reports), so that it
+     * frees its slot. Long enough for a node to be provisioned and a large image pulled; a waiting
+     * reason the kubelet never recovers from (InvalidImageName, ErrImageNeverPull) ends it sooner.
+     * In milliseconds once parsed.
+     */
+    RUNNER_START_TIMEOUT: duration('10m', 10_000),
+    /**
+     * Pods of runners executing a job refuse voluntary eviction (a PodDisruptionBudget over a busy
+     * label, and the Cluster Autoscaler and Karpenter annotations); idle runners' pods do not.
+     */
+    BUSY_RUNNER_EVICTION_PROTECTION: bool(true),
     /** Comma-separated label key prefixes not copied from scale sets onto the objects made for them. */
     EXCLUDE_LABEL_PROPAGATION_PREFIXES: z
       .string()

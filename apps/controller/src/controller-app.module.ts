@@ -78,6 +78,8 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     terminatedPodGracePeriodSeconds: config.TERMINATED_POD_GRACE_PERIOD_SECONDS,
     maxFailures: config.MAX_POD_FAILURES,
     failureBackoffBaseMs: config.FAILURE_BACKOFF_BASE_SECONDS * 1000,
+    startTimeoutMs: config.RUNNER_START_TIMEOUT,
+    evictionProtection: config.BUSY_RUNNER_EVICTION_PROTECTION,
     events: config.EVENTS,
     now: options.now,
     ...overrides.ephemeralRunner,
@@ -114,7 +116,9 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     metricsAddr: config.LISTENER_METRICS_ADDR,
     metricsEndpoint: config.LISTENER_METRICS_ENDPOINT,
     credentialRefreshIntervalMs: config.LISTENER_CREDENTIAL_REFRESH_SECONDS * 1000,
-    logLevel: config.LOG_LEVEL,
+    // A listener takes a level name; a controller silenced by a zap level above error still lets its
+    // listeners report errors.
+    logLevel: config.LOG_LEVEL === 'silent' ? 'error' : config.LOG_LEVEL,
     logFormat: config.LOG_FORMAT,
     events: config.EVENTS,
     now: options.now,

@@ -31,6 +31,19 @@ describe('the controller process', () => {
     expect(Number(/^v(\d+)\./.exec(node)?.[1])).toBeGreaterThanOrEqual(24);
   }, 60_000);
 
+  it("logs JSON with upstream's keys by default: severity, ts, message, each once", () => {
+    const env = { KUBECONFIG: resolve(root, 'no-such-kubeconfig'), LOG_FORMAT: undefined, LOG_LEVEL: '0' };
+    const result = runController(env);
+    const first = result.stdout.split('\n').find((line) => line.includes('aro-controller starting')) ?? '{}';
+    const record = JSON.parse(first) as Record<string, unknown>;
+    expect(record).toMatchObject({ severity: 'info', message: 'aro-controller starting' });
+    expect(record.ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    for (const key of ['severity', 'ts', 'message']) expect(first.split(`"${key}":`)).toHaveLength(2);
+    expect(record).not.toHaveProperty('level');
+    expect(record).not.toHaveProperty('msg');
+    expect(record).not.toHaveProperty('time');
+  }, 60_000);
+
   it('refuses to start when an extension cannot be found, naming it, with exit code 2', () => {
     const result = runController({ ARO_EXTENSIONS: './no-such-extension,@example/not-installed' });
     expect(result.status).toBe(2);

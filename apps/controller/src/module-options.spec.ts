@@ -27,4 +27,15 @@ describe('moduleOptionsFrom', () => {
     const { unregistration } = optionsFor({ ORPHAN_SWEEP_INTERVAL_SECONDS: '30', ORPHAN_GRACE_SECONDS: '0' });
     expect(unregistration).toMatchObject({ orphanSweepIntervalMs: 30_000, orphanGraceMs: 0 });
   });
+
+  it('gives the runner controller its start timeout in milliseconds and its eviction protection', () => {
+    expect(optionsFor({}).ephemeralRunner).toMatchObject({
+      startTimeoutMs: 600_000,
+      evictionProtection: true,
+    });
+    expect(
+      optionsFor({ RUNNER_START_TIMEOUT: '1h30m', BUSY_RUNNER_EVICTION_PROTECTION: 'false' }).ephemeralRunner,
+    ).toMatchObject({ startTimeoutMs: 5_400_000, evictionProtection: false });
+    expect(optionsFor({ RUNNER_START_TIMEOUT: '90' }).ephemeralRunner.startTimeoutMs).toBe(90_000);
+  });
 });

@@ -15,16 +15,14 @@ import { isActionsError } from '@aro/actions';
 export type FailureKind =
   'conflict' | 'session-gone' | 'queue-token-expired' | 'unauthorized' | 'rate-limited' | 'transient';
 
-const sessionGone = /Session(Expired|Deleted|NotFound)Exception/;
-
 export function classifyFailure(err: unknown): FailureKind {
   if (!isActionsError(err)) return 'transient';
   if (err.kind === 'SessionConflict') return 'conflict';
   if (err.kind === 'MessageQueueTokenExpired') return 'queue-token-expired';
-  if (err.statusCode === 404 || sessionGone.test(err.typeName ?? '') || /session expired/i.test(err.message))
-    return 'session-gone';
-  if (err.kind === 'Unauthorized' || err.statusCode === 401 || err.statusCode === 403) return 'unauthorized';
-  if (err.statusCode === 429) return 'rate-limited';
+  // Every call the listener makes names its session, so a 404 means the session is what is gone.
+  if (err.kind === 'SessionGone' || err.statusCode === 404) return 'session-gone';
+  if (err.kind === 'Unauthorized') return 'unauthorized';
+  if (err.kind === 'RateLimited') return 'rate-limited';
   return 'transient';
 }
 

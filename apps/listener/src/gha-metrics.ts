@@ -167,6 +167,14 @@ function timeMs(value: string | undefined): number | undefined {
 }
 
 /**
+ * Seconds from `from` to `to` as upstream measures them: the difference of the two Unix times in whole
+ * seconds (Go's `t.Unix()`), so a histogram's sum and buckets match upstream's for the same jobs.
+ */
+export function wholeSecondsBetween(fromMs: number, toMs: number): number {
+  return Math.max(0, Math.floor(toMs / 1000) - Math.floor(fromMs / 1000));
+}
+
+/**
  * The listener's `gha_*` metrics, with upstream's names, help texts and labels, so its dashboards
  * and alerts work unchanged. Only the metrics (and labels) the config names are published; an unknown
  * name is logged and skipped, as upstream does.
@@ -264,7 +272,7 @@ export class GhaMetrics {
     const assigned = timeMs(job.scaleSetAssignTime);
     const started = timeMs(job.runnerAssignTime);
     if (assigned !== undefined && started !== undefined) {
-      this.observe(GhaMetric.jobStartupDurationSeconds, labels, Math.max(0, started - assigned) / 1000);
+      this.observe(GhaMetric.jobStartupDurationSeconds, labels, wholeSecondsBetween(assigned, started));
     }
     const queued = timeMs(job.queueTime);
     if (queued !== undefined && started !== undefined) {
@@ -284,11 +292,11 @@ export class GhaMetrics {
     this.inc(GhaMetric.completedJobsTotal, labels);
     const finished = timeMs(job.finishTime);
     if (finished !== undefined) {
-      const seconds = Math.max(0, finished - started) / 1000;
-      this.observe(GhaMetric.jobExecutionDurationSeconds, labels, seconds);
+      this.observe(GhaMetric.jobExecutionDurationSeconds, labels, wholeSecondsBetween(started, finished));
+      // ARO's cost counter keeps the milliseconds: whole seconds would drop up to a second a job.
       this.runnerSeconds.metric.inc(
         this.pick(this.runnerSeconds.labels, { ...labels, ...this.scaleSetIdentity() }),
-        seconds,
+        Math.max(0, finished - started) / 1000,
       );
     }
   }

@@ -139,6 +139,13 @@ export class ScaleSetListener {
         this.metrics.sessionCreate(result);
         this.lastProgressMs = this.clock.now();
       },
+      onScaleSetMissing: () => {
+        scaler.reportScaleSetMissing(config.scaleSetId).catch((err: unknown) =>
+          log.warn('Could not tell the controller that the scale set is missing', {
+            err: err instanceof Error ? err.message : String(err),
+          }),
+        );
+      },
     });
     this.loop = new PollLoop({
       scaleSetId: config.scaleSetId,

@@ -1,4 +1,4 @@
-import { EphemeralRunnerSetKind, type ResourceKind } from '@aro/api';
+import { Annotations, EphemeralRunnerSetKind, type ResourceKind } from '@aro/api';
 import type { KubeObject } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 
@@ -53,11 +53,30 @@ export class Scaler {
   private target = -1;
   private dirty = false;
   private pending: ScalePatch | undefined;
+  /** The scale set ID last reported missing on the EphemeralRunnerSet. */
+  private reportedMissing: number | undefined;
 
   constructor(
     private readonly client: PatchClient,
     private readonly o: ScalerOptions,
   ) {}
+
+  /**
+   * Tells the controller, on the EphemeralRunnerSet, that the service has no scale set `scaleSetId`
+   * (it answered 404 to the session create), so it creates it again now rather than at its periodic
+   * check. Once per ID: repeats add nothing.
+   */
+  async reportScaleSetMissing(scaleSetId: number): Promise<void> {
+    if (this.reportedMissing === scaleSetId) return;
+    const { namespace, name } = this.o;
+    await this.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
+      metadata: { annotations: { [Annotations.scaleSetMissing]: String(scaleSetId) } },
+    });
+    this.reportedMissing = scaleSetId;
+    this.o.logger.warn('The Actions service has no scale set of this ID; told the controller', {
+      scaleSetId,
+    });
+  }
 
   /** A job started or completed since the last decision: the next one must not force convergence. */
   markJobEvent(): void {

@@ -22,7 +22,7 @@ function conflict(): ActionsError {
 
 function expired(): ActionsError {
   return new ActionsError({
-    kind: 'Other',
+    kind: 'SessionGone',
     method: 'PATCH',
     url: 'https://x/sessions/1',
     statusCode: 400,
@@ -188,5 +188,40 @@ describe('MessageSession', () => {
     expect(service.deleted).toEqual(['s1']);
     expect(service.live).toBeUndefined();
     expect(s.state).toBe('closed');
+  });
+
+  it('says the scale set is missing when the session create answers 404, and keeps trying', async () => {
+    const clock = new FakeClock();
+    const service = new FakeService();
+    let gone = 1;
+    service.createMessageSession = () =>
+      gone-- > 0
+        ? Promise.reject(
+            new ActionsError({
+              kind: 'NotFound',
+              method: 'POST',
+              url: 'https://x/runnerscalesets/1/sessions',
+              statusCode: 404,
+              detail: 'runner scale set 1 not found',
+            }),
+          )
+        : FakeService.prototype.createMessageSession.call(service);
+    const reports: string[] = [];
+    const s = new MessageSession(service, {
+      scaleSetId: 1,
+      scaleSetName: 'set',
+      owner: 'pod',
+      clock,
+      logger: silentLogger,
+      backoff: defaultBackoffPolicies,
+      random: () => 0,
+      onScaleSetMissing: () => reports.push('missing'),
+    });
+    void s.open(new AbortController().signal);
+    await flushMicrotasks();
+    expect(reports).toEqual(['missing']);
+    await clock.advance(60_000);
+    await flushMicrotasks();
+    expect(s.state).toBe('open');
   });
 });

@@ -1,3 +1,4 @@
+import { isActionsError } from '@aro/actions';
 import type { RunnerScaleSetSession } from '@aro/actions';
 import { Clock, sleep } from '@aro/kube';
 import type { Logger } from '@aro/observability';
@@ -32,6 +33,12 @@ export interface MessageSessionOptions {
   refreshMarginMs?: number;
   onStateChange?: (state: SessionState) => void;
   onCreateAttempt?: (result: 'created' | 'conflict' | 'failed') => void;
+  /**
+   * The service answered 404 to the session create: it no longer has the scale set (it deletes scale
+   * sets that stay offline). Called on each such answer; the listener tells the controller, which can
+   * create the scale set again at once.
+   */
+  onScaleSetMissing?: () => void;
   random?: () => number;
 }
 
@@ -121,6 +128,7 @@ export class MessageSession {
         if (signal.aborted) throw signal.reason;
         const kind = classifyFailure(err);
         this.o.onCreateAttempt?.(kind === 'conflict' ? 'conflict' : 'failed');
+        if (isActionsError(err) && err.statusCode === 404) this.o.onScaleSetMissing?.();
         const waitMs = this.backoff.next(kind);
         const fields = {
           scaleSet: this.o.scaleSetName,

@@ -146,6 +146,44 @@ describe('simulator admin API over HTTP (/_sim)', () => {
     expect((await call('GET', apiUrl(conn, 'runtime/runnergroups/'), { auth: conn.auth })).status).toBe(401);
   });
 
+  it('deletes a scale set as GitHub does to an offline one: its session closes, its runners go', async () => {
+    const conn = await connectAdmin(sim);
+    const ss = (await createScaleSet(conn, 'offline')).id as number;
+    await createSession(conn, ss);
+    await generateJit(conn, ss, 'offline-runner');
+    expect(sim.sessions()).toHaveLength(1);
+    expect((await admin('DELETE', `scalesets/${ss}`)).status).toBe(204);
+    expect(sim.scaleSet(ss)).toBeUndefined();
+    expect(sim.sessions()).toEqual([]);
+    expect(sim.registrations({ scaleSetId: ss })).toEqual([]);
+    // The product finds it gone as it would on GitHub: 404 on the scale set.
+    expect(
+      (await call('GET', apiUrl(conn, `runtime/runnerscalesets/${ss}`), { auth: conn.auth })).status,
+    ).toBe(404);
+    const again = await admin('DELETE', `scalesets/${ss}`);
+    expect(again.status).toBe(404);
+    expect(obj(again).error).toContain(String(ss));
+  });
+
+  it('opens a fault window that faults a share of protocol calls and closes by itself', async () => {
+    const conn = await connectAdmin(sim);
+    const opened = obj(await admin('POST', 'fault-windows', { kind: 'throttled', seconds: 0.3, share: 1 }));
+    expect(opened).toMatchObject({ kind: 'throttled', seconds: 0.3, share: 1 });
+    expect((await admin('GET', 'fault-windows')).json).toEqual([expect.objectContaining({ id: opened.id })]);
+    const throttled = await call('GET', apiUrl(conn, 'runtime/runnergroups/'), { auth: conn.auth });
+    expect(throttled.status).toBe(429);
+    expect(throttled.headers.get('retry-after')).toBe('2');
+    // Admin calls are never faulted, so the window can be watched while it is open.
+    expect((await admin('GET', 'state')).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await admin('GET', 'fault-windows')).json).toEqual([]);
+    expect(sim.faults()).toEqual([]);
+    expect((await call('GET', apiUrl(conn, 'runtime/runnergroups/'), { auth: conn.auth })).status).toBe(200);
+    const refused = await admin('POST', 'fault-windows', { kind: 'flood', seconds: 1 });
+    expect(refused.status).toBe(400);
+    expect(obj(refused).error).toContain('server-errors, throttled, slow, reset');
+  });
+
   it('answers 404 to an unknown admin path and 400 with the reason to a refused operation', async () => {
     expect((await admin('GET', 'nope')).status).toBe(404);
     const refused = await admin('POST', 'runners/ghost/connect');

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@aro/observability';
+import type { FaultWindowSpec } from './fault-windows';
 import type { RunningSimulator } from './simulator';
 import type {
   AppSeed,
@@ -189,6 +190,12 @@ function route(
       if (!ss) throw new AdminError(404, `no scale set with id ${b}`);
       return ss;
     }
+    case method === 'DELETE' && a === 'scalesets' && segs.length === 2: {
+      const id = positiveInt(b, 'scale set id');
+      if (!sim.scaleSet(id)) throw new AdminError(404, `no scale set with id ${b}`);
+      sim.deleteScaleSet(id);
+      return undefined;
+    }
     case method === 'POST' && a === 'scalesets' && segs.length === 1: {
       const j = obj(body);
       return sim.createScaleSet(owner(j.owner), scaleSetOptions(j));
@@ -276,6 +283,13 @@ function route(
       return undefined;
     case method === 'DELETE' && a === 'faults' && segs.length === 2:
       sim.removeFault(Number(b));
+      return undefined;
+    case method === 'GET' && a === 'fault-windows' && segs.length === 1:
+      return sim.faultWindows();
+    case method === 'POST' && a === 'fault-windows' && segs.length === 1:
+      return sim.openFaultWindow(obj(body) as Partial<FaultWindowSpec>);
+    case method === 'DELETE' && a === 'fault-windows' && segs.length === 1:
+      sim.closeFaultWindows();
       return undefined;
     default:
       throw new AdminError(404, `no admin operation ${method} /_sim/${segs.join('/')}`);

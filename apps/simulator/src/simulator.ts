@@ -5,6 +5,7 @@ import { GitHubAccounts } from './accounts';
 import { ActionsService } from './actions-service';
 import { createAdminHandler } from './admin-http';
 import { CallCounters, FaultInjector } from './faults';
+import { FaultWindows, type FaultWindowSpec, type FaultWindowView } from './fault-windows';
 import { createRequestHandler } from './http';
 import { buildRoutes } from './routes';
 import { DEFAULT_TIMING, DEFAULT_TOKEN_LIFETIMES, defaultSeed } from './seed';
@@ -62,6 +63,7 @@ export class RunningSimulator {
   private readonly lifetimes: TokenLifetimes;
   private readonly timingOptions: TimingOptions;
   private sweep: NodeJS.Timeout | null = null;
+  private readonly windows = new FaultWindows(this);
   private server: Server | null = null;
   private stopped: Promise<void> | null = null;
 
@@ -205,6 +207,17 @@ export class RunningSimulator {
     const view = this.scaleSet(Number(created.id));
     if (!view) throw new Error(`scale set ${String(created.id)} vanished right after its creation`);
     return view;
+  }
+
+  /**
+   * Deletes a scale set as GitHub does to one that stayed offline too long (or as a person does in the
+   * settings page): the same as `DELETE runnerscalesets/{id}` without a protocol call. Its sessions
+   * close, its runners go, running jobs complete `canceled` and the rest go back to the queue.
+   */
+  deleteScaleSet(id: number): void {
+    const view = this.scaleSet(id);
+    if (!view) throw new Error(`no scale set with id ${id}`);
+    this.actions.scaleSets.delete(view.tenantId, id);
   }
 
   setTokenLifetimes(lifetimes: Partial<TokenLifetimes>): TokenLifetimes {
@@ -371,12 +384,28 @@ export class RunningSimulator {
     return this.faultInjector.list();
   }
 
+  /** A fault window (fault-windows.ts): a share of calls faulted for `seconds`, then healthy again. */
+  openFaultWindow(spec: Partial<FaultWindowSpec>): FaultWindowView {
+    const view = this.windows.open(spec);
+    this.log.info('Opened a fault window', { ...view });
+    return view;
+  }
+
+  faultWindows(): FaultWindowView[] {
+    return this.windows.list();
+  }
+
+  closeFaultWindows(): void {
+    this.windows.closeAll();
+  }
+
   // ---- lifecycle -----------------------------------------------------------------------------
 
   /** Ends long polls, closes every connection and the listening socket. Idempotent. */
   stop(): Promise<void> {
     if (this.stopped) return this.stopped;
     this.stopping.abort();
+    this.windows.closeAll();
     if (this.sweep) clearInterval(this.sweep);
     this.actions.shutdown();
     const server = this.server;

@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, Dispatcher, EnvHttpProxyAgent, Pool, ProxyAgent } from 'undici';
+import { ProxyTunnelError, proxyRefusedCode, proxyUnreachableCode } from './error-codes';
 
 /** A scale set's proxy: URLs may carry `user:pass@`, which is sent as Proxy-Authorization (Basic). */
 export interface ProxySettings {
@@ -13,6 +14,11 @@ export interface ProxySettings {
 /** Picks the connection pool for each request URL, and owns the pools' sockets. */
 export interface Dispatchers {
   forUrl(url: URL): Dispatcher;
+  /**
+   * Whether a request to `url` goes through the configured proxy, so that a failure to connect is the
+   * proxy's (the client never connects to the target itself). False where the environment chooses.
+   */
+  viaProxy(url: URL): boolean;
   close(): Promise<void>;
 }
 
@@ -44,7 +50,10 @@ export function createDispatchers(opts: DispatcherOptions = {}): Dispatchers {
     // undici's client to the proxy has no timeout of its own on CONNECT: a proxy that accepts the
     // connection and never answers would hold the request (and close()) forever.
     clientFactory: (origin: URL, o: object) =>
-      new Pool(origin, { ...o, headersTimeout: tunnelTimeout, bodyTimeout: tunnelTimeout }),
+      tunnelFailuresNamed(
+        new Pool(origin, { ...o, headersTimeout: tunnelTimeout, bodyTimeout: tunnelTimeout }),
+        origin,
+      ),
   };
 
   if (!opts.proxy) {
@@ -53,6 +62,7 @@ export function createDispatchers(opts: DispatcherOptions = {}): Dispatchers {
     const agent = new EnvHttpProxyAgent(proxyOptions);
     return {
       forUrl: () => agent,
+      viaProxy: () => false,
       close: () => closeWithin(agent),
     };
   }
@@ -71,10 +81,41 @@ export function createDispatchers(opts: DispatcherOptions = {}): Dispatchers {
       if (!viaProxy || bypass(url)) return direct;
       return viaProxy;
     },
+    viaProxy(url: URL): boolean {
+      return !!(url.protocol === 'https:' ? httpsProxy : httpProxy) && !bypass(url);
+    },
     async close() {
       await Promise.all([direct, httpProxy, httpsProxy].map((d) => d && closeWithin(d)));
     },
   };
+}
+
+/**
+ * Makes the proxy client's CONNECT fail with a ProxyTunnelError: undici reports a refused tunnel
+ * only in a message (and a proxy it cannot reach as a bare socket error), which would leave callers
+ * to guess from wording whose failure it was. Here, where the tunnel is opened, it is certain.
+ */
+function tunnelFailuresNamed(pool: Pool, origin: URL): Pool {
+  const proxy = origin.host;
+  const connect = pool.connect.bind(pool) as (
+    o: Dispatcher.ConnectOptions,
+  ) => Promise<Dispatcher.ConnectData>;
+  const named = async (o: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData> => {
+    let data: Dispatcher.ConnectData;
+    try {
+      data = await connect(o);
+    } catch (e) {
+      // An aborted attempt is the caller's deadline or cancellation, not the proxy's failure.
+      if (o.signal && (o.signal as AbortSignal).aborted) throw e;
+      throw new ProxyTunnelError(proxyUnreachableCode, proxy, undefined, { cause: e });
+    }
+    if (data.statusCode !== 200) {
+      data.socket.on('error', () => undefined).destroy();
+      throw new ProxyTunnelError(proxyRefusedCode, proxy, data.statusCode);
+    }
+    return data;
+  };
+  return Object.assign(pool, { connect: named });
 }
 
 /** Lets requests in flight finish for a while, then cuts them off, so that shutdown is bounded. */

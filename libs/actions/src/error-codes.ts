@@ -39,6 +39,41 @@ export function errorCodeOf(e: unknown): string | undefined {
 }
 
 /** True when TLS failed: an untrusted certificate or a handshake that could not happen. */
-export function isTlsFailure(e: unknown): boolean {
+export function hasTlsFailureCode(e: unknown): boolean {
   return errorCodesOf(e).some((c) => certificateTrustCodes.has(c) || tlsHandshakeCodes.has(c));
+}
+
+/** The proxy answered CONNECT with a status other than 200 (`proxyStatus`), so nothing reached the target. */
+export const proxyRefusedCode = 'ARO_PROXY_REFUSED';
+/** No CONNECT answer came from the proxy at all: refused, unresolvable, reset, or its TLS failed. */
+export const proxyUnreachableCode = 'ARO_PROXY_UNREACHABLE';
+
+/**
+ * A failure of the CONNECT tunnel to a proxy, raised by the proxy client itself (see dispatchers.ts),
+ * so that it is known as the proxy's by where it happened, not by undici's wording.
+ */
+export class ProxyTunnelError extends Error {
+  override readonly name = 'ProxyTunnelError';
+
+  constructor(
+    readonly code: typeof proxyRefusedCode | typeof proxyUnreachableCode,
+    proxy: string,
+    readonly proxyStatus?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      code === proxyRefusedCode
+        ? `proxy ${proxy} answered CONNECT with ${proxyStatus}`
+        : `proxy ${proxy} could not be reached`,
+      options,
+    );
+  }
+}
+
+export function proxyTunnelErrorOf(e: unknown, maxDepth = 6): ProxyTunnelError | undefined {
+  for (let cur: unknown = e, depth = 0; cur && depth < maxDepth; depth++) {
+    if (cur instanceof ProxyTunnelError) return cur;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@ import {
   errorFromResponse,
   errorKindOf,
   isJobStillRunning,
-  isNotFound,
+  isActionsNotFound,
   isRunnerExists,
   isRunnerNotFound,
   redactUrl,
@@ -111,11 +111,11 @@ describe('error predicates', () => {
     new ActionsError({ kind, method: 'GET', url: 'u', statusCode, detail: 'd' });
 
   it('counts RunnerNotFound and any 404 as not found', () => {
-    expect(isNotFound(make('RunnerNotFound', 404))).toBe(true);
-    expect(isNotFound(make('NotFound'))).toBe(true);
-    expect(isNotFound(make('Other', 404))).toBe(true);
-    expect(isNotFound(make('Other', 400))).toBe(false);
-    expect(isNotFound(new Error('404'))).toBe(false);
+    expect(isActionsNotFound(make('RunnerNotFound', 404))).toBe(true);
+    expect(isActionsNotFound(make('NotFound'))).toBe(true);
+    expect(isActionsNotFound(make('Other', 404))).toBe(true);
+    expect(isActionsNotFound(make('Other', 400))).toBe(false);
+    expect(isActionsNotFound(new Error('404'))).toBe(false);
   });
 
   it('recognises only ActionsErrors of the kind', () => {

@@ -11,7 +11,15 @@ export type ActionsErrorKind =
   | 'NotFound'
   | 'MessageQueueTokenExpired'
   | 'SessionConflict'
+  /** The service no longer knows the listener's session (expired, deleted): open a new one. */
+  | 'SessionGone'
   | 'Unauthorized'
+  /** 429: the service asks the caller to slow down. */
+  | 'RateLimited'
+  /** The server's certificate is not trusted, or TLS could not start: a CA or the URL must change. */
+  | 'TlsFailure'
+  /** The configured proxy could not be reached, or refused the request or its credentials. */
+  | 'ProxyFailure'
   | 'Other';
 
 export interface ActionsErrorInit {
@@ -66,8 +74,17 @@ export function isActionsError(e: unknown): e is ActionsError {
   return e instanceof ActionsError;
 }
 
+/** The ActionsError an error is or wraps (a caller may have added context around it), if any. */
+export function actionsErrorOf(e: unknown, maxDepth = 6): ActionsError | undefined {
+  for (let cur: unknown = e, depth = 0; cur && depth < maxDepth; depth++) {
+    if (cur instanceof ActionsError) return cur;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 function isKind(e: unknown, kind: ActionsErrorKind): boolean {
-  return e instanceof ActionsError && e.kind === kind;
+  return actionsErrorOf(e)?.kind === kind;
 }
 
 export function isRunnerExists(e: unknown): boolean {
@@ -82,12 +99,13 @@ export function isRunnerNotFound(e: unknown): boolean {
   return isKind(e, 'RunnerNotFound');
 }
 
-/** Any "it is not there": RunnerNotFound, NotFound, or a bare 404. */
-export function isNotFound(e: unknown): boolean {
-  return (
-    e instanceof ActionsError &&
-    (e.kind === 'NotFound' || e.kind === 'RunnerNotFound' || e.statusCode === 404)
-  );
+/**
+ * Any "it is not there" from the Actions service: RunnerNotFound, NotFound, or a bare 404. Named apart
+ * from `@aro/kube`'s `isNotFound` (an apiserver 404), which callers use beside it.
+ */
+export function isActionsNotFound(e: unknown): boolean {
+  const a = actionsErrorOf(e);
+  return a !== undefined && (a.kind === 'NotFound' || a.kind === 'RunnerNotFound' || a.statusCode === 404);
 }
 
 export function isMessageQueueTokenExpired(e: unknown): boolean {
@@ -102,6 +120,22 @@ export function isUnauthorized(e: unknown): boolean {
   return isKind(e, 'Unauthorized');
 }
 
+export function isSessionGone(e: unknown): boolean {
+  return isKind(e, 'SessionGone');
+}
+
+export function isRateLimited(e: unknown): boolean {
+  return isKind(e, 'RateLimited');
+}
+
+export function isTlsFailure(e: unknown): boolean {
+  return isKind(e, 'TlsFailure');
+}
+
+export function isProxyFailure(e: unknown): boolean {
+  return isKind(e, 'ProxyFailure');
+}
+
 /** The parts of a VSS exception body the client reads. */
 export interface ServiceExceptionBody {
   typeName?: string;
@@ -113,6 +147,10 @@ const exceptionKinds: Array<[string, ActionsErrorKind]> = [
   ['AgentNotFoundException', 'RunnerNotFound'],
   ['JobStillRunningException', 'JobStillRunning'],
   ['SessionConflictException', 'SessionConflict'],
+  // The service answers a refresh or delete of a session it dropped with one of these (400).
+  ['SessionExpiredException', 'SessionGone'],
+  ['SessionDeletedException', 'SessionGone'],
+  ['SessionNotFoundException', 'SessionGone'],
 ];
 
 /**
@@ -134,6 +172,9 @@ export function errorKindOf(
   }
   if (statusCode === 401 || statusCode === 403) return 'Unauthorized';
   if (statusCode === 404) return 'NotFound';
+  // A plain-HTTP proxy (no CONNECT tunnel) answers for itself with 407 when it wants credentials.
+  if (statusCode === 407) return 'ProxyFailure';
+  if (statusCode === 429) return 'RateLimited';
   return 'Other';
 }
 

@@ -10,17 +10,20 @@ export type { ProxySettings } from './dispatchers';
 export {
   ActionsError,
   isActionsError,
+  isActionsNotFound,
   isJobStillRunning,
   isMessageQueueTokenExpired,
-  isNotFound,
+  isProxyFailure,
+  isRateLimited,
   isRunnerExists,
   isRunnerNotFound,
   isSessionConflict,
+  isSessionGone,
+  isTlsFailure,
   isUnauthorized,
 } from './errors';
 export type { ActionsErrorKind } from './errors';
 export { createAppJwt } from './jwt';
-export { errorCodesOf, isTlsFailure } from './error-codes';
 export { MultiClient } from './multi-client';
 export type { ClientForOptions, MultiClientOptions } from './multi-client';
 export type { RetryOptions } from './retry';

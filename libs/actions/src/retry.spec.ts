@@ -1,3 +1,4 @@
+import { ProxyTunnelError, proxyRefusedCode, proxyUnreachableCode } from './error-codes';
 import {
   backoffMs,
   classifyTransportError,
@@ -56,12 +57,17 @@ describe('retry policy', () => {
     const err = (code: string) => Object.assign(new Error(code), { code });
     expect(classifyTransportError(err('ECONNREFUSED'))).toBe('not-sent');
     expect(classifyTransportError(err('UND_ERR_CONNECT_TIMEOUT'))).toBe('not-sent');
-    expect(classifyTransportError(new Error('Proxy response (502) !== 200 when HTTP Tunneling'))).toBe(
+    expect(classifyTransportError(new ProxyTunnelError(proxyRefusedCode, 'proxy:3128', 502))).toBe(
       'not-sent',
     );
-    expect(classifyTransportError(new Error('Proxy response (407) !== 200 when HTTP Tunneling'))).toBe(
+    expect(classifyTransportError(new ProxyTunnelError(proxyRefusedCode, 'proxy:3128', 407))).toBe(
       'permanent',
     );
+    expect(
+      classifyTransportError(
+        new ProxyTunnelError(proxyUnreachableCode, 'proxy:3128', undefined, { cause: err('ECONNREFUSED') }),
+      ),
+    ).toBe('not-sent');
     expect(classifyTransportError(err('ECONNRESET'))).toBe('maybe-sent');
     expect(classifyTransportError(err('UND_ERR_SOCKET'))).toBe('maybe-sent');
     expect(classifyTransportError(new Error('x', { cause: err('SELF_SIGNED_CERT_IN_CHAIN') }))).toBe(

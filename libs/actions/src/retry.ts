@@ -2,7 +2,13 @@
  * When to repeat a request, after go-retryablehttp (what the Go client uses), with one change: a
  * request that must not take effect twice is repeated only when the server certainly did not act.
  */
-import { certificateTrustCodes, errorCodeOf } from './error-codes';
+import {
+  certificateTrustCodes,
+  errorCodeOf,
+  errorCodesOf,
+  proxyTunnelErrorOf,
+  proxyUnreachableCode,
+} from './error-codes';
 
 export interface RetryOptions {
   /** Retries after the first attempt (so up to maxRetries + 1 attempts). */
@@ -70,6 +76,7 @@ const notSentCodes = new Set([
   'EHOSTDOWN',
   'ENETDOWN',
   'UND_ERR_CONNECT_TIMEOUT',
+  proxyUnreachableCode,
 ]);
 
 const permanentCodes = new Set([
@@ -82,14 +89,14 @@ const permanentCodes = new Set([
 ]);
 
 export function classifyTransportError(e: unknown): TransportFailure {
-  const code = errorCodeOf(e);
-  if (code && permanentCodes.has(code)) return 'permanent';
-  if (code && notSentCodes.has(code)) return 'not-sent';
+  // A certificate nobody trusts stays untrusted, also when it is the proxy's, deeper in the chain.
+  if (errorCodesOf(e).some((c) => permanentCodes.has(c))) return 'permanent';
   // A proxy refusing the CONNECT tunnel answers before anything reached the target; if it refused
   // our credentials (407), asking again with the same ones cannot help.
-  const message = e instanceof Error ? e.message : '';
-  const tunnel = /Proxy response \((\d+)\) !== 200 when HTTP Tunneling/.exec(message);
-  if (tunnel) return tunnel[1] === '407' ? 'permanent' : 'not-sent';
+  const tunnel = proxyTunnelErrorOf(e);
+  if (tunnel?.proxyStatus !== undefined) return tunnel.proxyStatus === 407 ? 'permanent' : 'not-sent';
+  const code = errorCodeOf(e);
+  if (code && notSentCodes.has(code)) return 'not-sent';
   return 'maybe-sent';
 }
 

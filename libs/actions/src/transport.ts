@@ -2,12 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@aro/observability';
 import { request } from 'undici';
 import { Dispatchers } from './dispatchers';
-import { ActionsError, redactUrl } from './errors';
+import { ActionsError, ActionsErrorKind, redactUrl } from './errors';
 import { ActionsMetrics } from './metrics';
-import { errorCodeOf } from './error-codes';
+import { errorCodeOf, hasTlsFailureCode, proxyTunnelErrorOf } from './error-codes';
 import {
   classifyTransportError,
   Repeatability,
+  TransportFailure,
   ResolvedRetryOptions,
   retryWaitMs,
   shouldRetryStatus,
@@ -168,7 +169,7 @@ export class HttpTransport {
     req: TransportRequest,
     error: unknown,
     attempts: number,
-    failure: string,
+    failure: TransportFailure,
   ): ActionsError {
     const why =
       failure === 'permanent'
@@ -177,13 +178,28 @@ export class HttpTransport {
           ? 'not retried, the request may have reached the server and must not be repeated'
           : `gave up after ${attempts} attempt(s)`;
     return new ActionsError({
-      kind: 'Other',
+      kind: transportErrorKind(error, failure, this.o.dispatchers.viaProxy(req.url)),
       method: req.method,
       url: redactUrl(req.url),
       detail: `${describe(error)} (${why})`,
       cause: error,
     });
   }
+}
+
+/**
+ * What a request that got no response failed on, from where it failed: a TLS error code, the proxy
+ * client's own ProxyTunnelError, or a connection that never opened on a route through a proxy (where
+ * the proxy is the only peer the client connects to).
+ */
+export function transportErrorKind(
+  error: unknown,
+  failure: TransportFailure,
+  viaProxy: boolean,
+): ActionsErrorKind {
+  if (hasTlsFailureCode(error)) return 'TlsFailure';
+  if (proxyTunnelErrorOf(error) || (viaProxy && failure === 'not-sent')) return 'ProxyFailure';
+  return 'Other';
 }
 
 function untilAborted<T>(p: Promise<T>, signal: AbortSignal, onLate: (v: T) => void): Promise<T> {

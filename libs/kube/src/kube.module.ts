@@ -73,12 +73,13 @@ class KubeClientCloser implements OnApplicationShutdown {
   providers: [
     {
       provide: KubeClient,
-      inject: [KUBE_MODULE_OPTIONS, LOGGER],
-      useFactory: async (opts: KubeModuleOptions, logger: Logger) =>
+      inject: [KUBE_MODULE_OPTIONS, LOGGER, Registry],
+      useFactory: async (opts: KubeModuleOptions, logger: Logger, registry: Registry) =>
         new KubeClient(await loadKubeConfig(opts), {
           userAgent: opts.userAgent,
           fieldManager: opts.fieldManager,
           logger,
+          registry,
         }),
     },
     {

@@ -11,25 +11,40 @@ function capture(format: 'json' | 'text', level: 'debug' | 'info' = 'info') {
 }
 
 describe('createLogger', () => {
-  it('writes flat JSON records carrying the child bindings and the call fields', () => {
+  it("writes flat JSON records with upstream's keys, the child bindings and the call fields", () => {
     const { logger, lines } = capture('json');
     logger.child({ namespace: 'arc', name: 'runner-1' }).info('Created the runner pod', { podUid: 'u1' });
     const record = JSON.parse(lines[0]) as Record<string, unknown>;
-    expect(record).toMatchObject({
-      level: 'info',
-      msg: 'Created the runner pod',
+    expect(record).toEqual({
+      severity: 'info',
+      ts: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown,
+      message: 'Created the runner pod',
       namespace: 'arc',
       name: 'runner-1',
       podUid: 'u1',
     });
   });
 
-  it('serialises an error with its message and stack under err', () => {
+  it('names each level as zap does', () => {
+    const { logger, lines } = capture('json', 'debug');
+    logger.debug('d');
+    logger.info('i');
+    logger.warn('w');
+    logger.error('e');
+    expect(lines.map((l) => (JSON.parse(l) as { severity: string }).severity)).toEqual([
+      'debug',
+      'info',
+      'warn',
+      'error',
+    ]);
+  });
+
+  it('writes an error as upstream does: its text under error, its stack under stacktrace', () => {
     const { logger, lines } = capture('json');
     logger.error('Failed to delete the pod', new Error('boom'), { podUid: 'u1' });
-    const record = JSON.parse(lines[0]) as { err: { message: string; stack: string }; podUid: string };
-    expect(record.err.message).toBe('boom');
-    expect(record.err.stack).toContain('Error: boom');
+    const record = JSON.parse(lines[0]) as { error: string; stacktrace: string; podUid: string };
+    expect(record.error).toBe('boom');
+    expect(record.stacktrace).toContain('Error: boom');
     expect(record.podUid).toBe('u1');
   });
 
@@ -37,7 +52,7 @@ describe('createLogger', () => {
     const { logger, lines } = capture('json', 'info');
     logger.debug('noise');
     logger.warn('kept');
-    expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['kept']);
+    expect(lines.map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(['kept']);
   });
 
   it('renders the text format as one readable line with key=value pairs', () => {
@@ -64,11 +79,24 @@ describe('one key once per line', () => {
     expect(JSON.parse(lines[0])).toMatchObject({ namespace: 'b', name: 'r' });
   });
 
-  it('keeps one err key when the fields carry one too', () => {
+  it('keeps one error key when the fields carry one too', () => {
     const { logger, lines } = capture('json');
-    logger.child({ err: 'bound' }).error('Failed', new Error('boom'), { err: 'field' });
-    expect(keyCount(lines[0], 'err')).toBe(1);
-    expect((JSON.parse(lines[0]) as { err: { message: string } }).err.message).toBe('boom');
+    logger.child({ error: 'bound' }).error('Failed', new Error('boom'), { error: 'field' });
+    expect(keyCount(lines[0], 'error')).toBe(1);
+    expect((JSON.parse(lines[0]) as { error: string }).error).toBe('boom');
+  });
+
+  it("renames a field that would repeat the record's own severity, ts or message", () => {
+    const { logger, lines } = capture('json');
+    logger.child({ severity: 'high' }).warn('Disk filling', { message: 'from a field', ts: 'then' });
+    for (const key of ['severity', 'ts', 'message']) expect(keyCount(lines[0], key)).toBe(1);
+    expect(JSON.parse(lines[0])).toMatchObject({
+      severity: 'warn',
+      message: 'Disk filling',
+      field_severity: 'high',
+      field_message: 'from a field',
+      field_ts: 'then',
+    });
   });
 });
 
@@ -78,7 +106,7 @@ describe('error messages', () => {
     const cause = new Error('"not a url": invalid config URL, not an absolute URL');
     const err = new Error(`failed to get actions client: ${cause.message}`, { cause });
     logger.error('Reconciler error', err);
-    const { message } = (JSON.parse(lines[0]) as { err: { message: string } }).err;
+    const message = (JSON.parse(lines[0]) as { error: string }).error;
     expect(message).toBe(
       'failed to get actions client: "not a url": invalid config URL, not an absolute URL',
     );
@@ -88,7 +116,7 @@ describe('error messages', () => {
     const { logger, lines } = capture('text');
     const err = new Error('failed to delete the pod', { cause: new Error('connection reset') });
     logger.error('Reconciler error', err);
-    expect(lines[0]).toContain('err="failed to delete the pod: connection reset"');
+    expect(lines[0]).toContain('error="failed to delete the pod: connection reset"');
   });
 });
 

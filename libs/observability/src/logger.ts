@@ -31,11 +31,14 @@ export interface LoggerOptions {
  * writes a child's bindings after its parent's without replacing them, so `component` bound twice
  * (cache, then informer) came out as two `"component"` keys on one JSON line, which most log
  * pipelines either reject or resolve to the first. Here the innermost value wins: a child's binding
- * replaces its parent's, and a call's field replaces both.
+ * replaces its parent's, and a call's field replaces both; the error passed to `error()` replaces
+ * any `error` or `stacktrace` field.
  */
 class PinoLogger implements Logger {
   constructor(
     private readonly base: pino.Logger,
+    /** The record's own keys (level, time, message): a field of that name is renamed, not repeated. */
+    private readonly reserved: ReadonlySet<string>,
     private readonly bindings: LogFields = {},
   ) {}
 
@@ -52,18 +55,37 @@ class PinoLogger implements Logger {
   }
 
   error(msg: string, err?: unknown, fields?: LogFields): void {
-    // pino serialises an Error under `err` with its stack; a non-Error thrown value is kept as is.
     if (!this.base.isLevelEnabled('error')) return;
-    this.base.error(err === undefined ? this.record(fields) : { ...this.record(fields), err }, msg);
+    this.base.error(
+      err === undefined ? this.record(fields) : { ...this.record(fields), ...errorFields(err) },
+      msg,
+    );
   }
 
   child(fields: LogFields): Logger {
-    return new PinoLogger(this.base, { ...this.bindings, ...fields });
+    return new PinoLogger(this.base, this.reserved, { ...this.bindings, ...this.unreserved(fields) });
   }
 
   private record(fields: LogFields | undefined): LogFields {
-    return fields === undefined ? this.bindings : { ...this.bindings, ...fields };
+    return fields === undefined ? this.bindings : { ...this.bindings, ...this.unreserved(fields) };
   }
+
+  /** pino writes its own level, time and message keys whatever the fields hold: `field_<key>` instead. */
+  private unreserved(fields: LogFields): LogFields {
+    if (!Object.keys(fields).some((key) => this.reserved.has(key))) return fields;
+    return Object.fromEntries(
+      Object.entries(fields).map(([key, value]) => [this.reserved.has(key) ? `field_${key}` : key, value]),
+    );
+  }
+}
+
+/**
+ * An error as upstream's zap logger writes it (logr's `Error(err, msg)` through zapr): its text under
+ * `error`, and the stack under `stacktrace`. The text states each cause once.
+ */
+function errorFields(err: unknown): LogFields {
+  if (err instanceof Error) return { error: messageOnce(err), stacktrace: err.stack ?? '' };
+  return { error: typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err)) };
 }
 
 /**
@@ -82,14 +104,6 @@ export function messageOnce(err: Error): string {
     cause = cause.cause;
   }
   return message;
-}
-
-function serializeError(err: unknown): unknown {
-  const serialized: unknown = pino.stdSerializers.err(err as Error);
-  if (err instanceof Error && serialized !== null && typeof serialized === 'object') {
-    (serialized as { message: string }).message = messageOnce(err);
-  }
-  return serialized;
 }
 
 /**
@@ -115,16 +129,14 @@ function textStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
           msg,
           pid: _pid,
           hostname: _host,
-          err,
+          error,
+          stacktrace: _stack,
           ...rest
         } = JSON.parse(line) as Record<string, unknown>;
         const kv = Object.entries(rest)
           .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
           .join(' ');
-        const errText =
-          err && typeof err === 'object' && 'message' in err
-            ? ` err=${JSON.stringify((err as Error).message)}`
-            : '';
+        const errText = error === undefined ? '' : ` error=${JSON.stringify(error)}`;
         const when = typeof time === 'number' ? new Date(time).toISOString() : String(time);
         return out.write(
           `${when} ${levels[level as number] ?? level} ${msg}${kv ? ' ' + kv : ''}${errText}\n`,
@@ -136,21 +148,38 @@ function textStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
   } as NodeJS.WritableStream;
 }
 
+/**
+ * Now as upstream's JSON logs stamp it: zapcore's RFC3339TimeEncoder, in whole seconds, UTC (the
+ * container's zone). Log pipelines parsing upstream's `ts` read ARO's the same way.
+ */
+function rfc3339Seconds(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * JSON records carry upstream's keys (its zap encoder config: `severity`, `ts`, `message`, errors under
+ * `error` with a `stacktrace`), so queries and alerts written against upstream's controller logs, such
+ * as `severity == "error"`, find ARO's records. The text format is for a person and keeps its own.
+ */
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const out = opts.destination ?? process.stdout;
   const text = opts.format === 'text';
+  const reserved = new Set(text ? ['level', 'time', 'msg'] : ['severity', 'ts', 'message']);
   return new PinoLogger(
     pino(
-      {
-        level: opts.level ?? 'info',
-        base: undefined,
-        serializers: { err: serializeError },
-        // The text renderer reads pino's numeric levels and epoch times back; JSON gets names and ISO times.
-        timestamp: text ? pino.stdTimeFunctions.epochTime : pino.stdTimeFunctions.isoTime,
-        formatters: text ? {} : { level: (label) => ({ level: label }) },
-      },
+      text
+        ? // The text renderer reads pino's numeric levels, epoch times and msg back.
+          { level: opts.level ?? 'info', base: undefined, timestamp: pino.stdTimeFunctions.epochTime }
+        : {
+            level: opts.level ?? 'info',
+            base: undefined,
+            messageKey: 'message',
+            timestamp: () => `,"ts":"${rfc3339Seconds()}"`,
+            formatters: { level: (label) => ({ severity: label }) },
+          },
       text ? textStream(out) : out,
     ),
+    reserved,
   );
 }
 

@@ -4,7 +4,7 @@ import {
   ActionsServiceClient,
   isJobStillRunning,
   isMessageQueueTokenExpired,
-  isNotFound,
+  isActionsNotFound,
   isRunnerExists,
   isRunnerNotFound,
   isSessionConflict,
@@ -38,7 +38,7 @@ describe('Actions service client: scale-set API against the simulator', () => {
       const id = sim.createRunnerGroup({ org: 'octo' }, 'gpu & co');
       expect(await client.getRunnerGroupByName('gpu & co')).toMatchObject({ id, name: 'gpu & co' });
       const err = await errorOf(client.getRunnerGroupByName('nope'));
-      expect(isNotFound(err)).toBe(true);
+      expect(isActionsNotFound(err)).toBe(true);
       expect((err as Error).message).toContain('no runner group found with name "nope"');
     });
 
@@ -101,8 +101,8 @@ describe('Actions service client: scale-set API against the simulator', () => {
       await client.deleteRunnerScaleSet(created.id);
       expect(sim.scaleSets()).toEqual([]);
       const err = await errorOf(client.getRunnerScaleSetById(created.id));
-      expect(isNotFound(err)).toBe(true);
-      expect(isNotFound(await errorOf(client.deleteRunnerScaleSet(created.id)))).toBe(true);
+      expect(isActionsNotFound(err)).toBe(true);
+      expect(isActionsNotFound(await errorOf(client.deleteRunnerScaleSet(created.id)))).toBe(true);
     });
   });
 
@@ -146,7 +146,7 @@ describe('Actions service client: scale-set API against the simulator', () => {
       expect(sim.runner('runner-a')).toBeUndefined();
       const got = await errorOf(client.getRunner(runner.id));
       expect(isRunnerNotFound(got)).toBe(true);
-      expect(isNotFound(got)).toBe(true);
+      expect(isActionsNotFound(got)).toBe(true);
       // The real service answers 204 to the DELETE of a registration that is already gone.
       await client.removeRunner(runner.id);
       expect(sim.callCount('DELETE agents/{id}')).toBe(2);

@@ -60,7 +60,7 @@ describe('The controller app', () => {
         ),
       { description: 'a successful reconcile counted on /metrics' },
     );
-    expect(metrics).toContain('workqueue_adds_total{name="ephemeralrunner"}');
+    expect(metrics).toContain('workqueue_adds_total{name="ephemeralrunner",controller="ephemeralrunner"}');
     expect(metrics).toMatch(/leader_election_master_status\{name="aro-controller"\} 1/);
     expect(metrics).toContain('aro_runner_unregistration_queue_depth');
     expect(metrics).toContain('nodejs_heap_size_total_bytes');

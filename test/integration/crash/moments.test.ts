@@ -18,6 +18,7 @@ import {
   runnerContainerTerminated,
   waitFor,
 } from '../../harness';
+import { scaled } from '../../harness/time-scale';
 import { createScaleSet } from '../ephemeral-runner/fixture';
 import {
   ScaleSetScene,
@@ -48,7 +49,7 @@ import { RunnerDeletions } from './runner-deletions';
  * (d) is the loss only the orphan sweep can recover: a registration whose removal was still queued
  * in memory, its runner already gone.
  */
-jest.setTimeout(240_000);
+jest.setTimeout(scaled(240_000));
 
 const ATTEMPTS = 3;
 

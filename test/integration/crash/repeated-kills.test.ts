@@ -12,13 +12,14 @@ import {
   progress,
   stopScene,
 } from './scene';
+import { scaled } from '../../harness/time-scale';
 
 /*
  * The controller SIGKILLed again and again while a burst of jobs goes through a small scale set:
  * each replica leads for a few seconds and dies mid-work (creating runners, registering them,
  * deleting finished ones), and the next one picks up from whatever state that left.
  */
-jest.setTimeout(300_000);
+jest.setTimeout(scaled(300_000));
 
 const MAX_RUNNERS = 5;
 const JOBS = 15;

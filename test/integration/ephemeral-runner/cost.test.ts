@@ -10,6 +10,7 @@ import {
   requestCountDelta,
   runnerContainerRunning,
   runnerContainerTerminated,
+  setPodStatus,
   waitFor,
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
@@ -25,6 +26,13 @@ const TEST_ONLY = new Set([
 ]);
 const RUNNER_RESOURCES = /^(POST|PUT|PATCH|DELETE|APPLY) (ephemeralrunners|pods|secrets)(\/|$)/;
 const NAMESPACE = 'cost';
+/**
+ * Writes by the controller for one successful runner, Events included: 10 for its life, plus 1 for the
+ * eviction protection (on by default): the one pod patch that labels and annotates the pod busy when
+ * its job starts, without which a drain kills the job. The namespace's busy-runner PodDisruptionBudget
+ * is created once per namespace and controller process, not per runner, and is reported apart.
+ */
+const WRITE_BUDGET = 11;
 
 describe('The cost of one runner', () => {
   let cp: ControlPlane;
@@ -95,7 +103,16 @@ describe('The cost of one runner', () => {
     );
   }
 
-  it('costs at most 10 Kubernetes writes, Events included, and exactly 1 Actions service call from creation to deletion', async () => {
+  /** The controller's writes between two request counts (less what the test itself wrote). */
+  function controllerWrites(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+    return new Map(
+      [...requestCountDelta(before, after)].filter(
+        ([key]) => WRITE_VERBS.has(key.split(' ')[0]) && !TEST_ONLY.has(key),
+      ),
+    );
+  }
+
+  it('costs at most 11 Kubernetes writes (10, and 1 for the eviction protection), Events included, and exactly 1 Actions service call from creation to deletion', async () => {
     const before = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
 
@@ -104,11 +121,7 @@ describe('The cost of one runner', () => {
     await new Promise((r) => setTimeout(r, 1_000));
 
     const after = await apiserverRequestCounts(cp.kubeConfig());
-    const writes = new Map(
-      [...requestCountDelta(before, after)].filter(
-        ([key]) => WRITE_VERBS.has(key.split(' ')[0]) && !TEST_ONLY.has(key),
-      ),
-    );
+    const writes = controllerWrites(before, after);
     // The listener's job patch is the only status write of ours among the runner's status writes.
     writes.set('PATCH ephemeralrunners/status', (writes.get('PATCH ephemeralrunners/status') ?? 0) - 1);
     const runnerWrites = [...writes].filter(([key, n]) => RUNNER_RESOURCES.test(key) && n > 0);
@@ -127,13 +140,16 @@ describe('The cost of one runner', () => {
       'Cost of one successful runner (created, job assigned, exit 0, deleted):',
       ...runnerWrites.sort().map(([key, n]) => `  ${key}: ${n}`),
       `  + ${events} Event creates (the default EVENTS setting)`,
-      `  = ${total + events} Kubernetes writes by the controller (budget 10)`,
+      `  = ${total + events} Kubernetes writes by the controller (budget ${WRITE_BUDGET})`,
+      `  (apart: ${writes.get('POST poddisruptionbudgets') ?? 0} busy-runner PodDisruptionBudget create, once per namespace)`,
       ...actionsCalls.map(([route, n]) => `  Actions: ${route}: ${n}`),
       `  = ${actionsTotal} Actions service call(s) (budget 1)`,
     ].join('\n');
     console.log(report);
 
-    expect(total + events).toBeLessThanOrEqual(10);
+    // The busy label was written: the protection is part of what was measured.
+    expect(writes.get('PATCH pods') ?? 0).toBe(1);
+    expect(total + events).toBeLessThanOrEqual(WRITE_BUDGET);
     expect(actionsTotal).toBe(1);
     expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(1);
   });
@@ -163,5 +179,45 @@ describe('The cost of one runner', () => {
     // Evidence that the log holds each runner's whole life: the cleanup deleted its secret.
     expect(perRunner.filter((r) => r.deletes === 0).map((r) => r.name)).toEqual([]);
     expect(perRunner.filter((r) => r.reads > 2)).toEqual([]);
+  });
+
+  it('costs a runner the start watchdog fails at most 10 writes, Events included, as any failed runner', async () => {
+    const before = await apiserverRequestCounts(cp.kubeConfig());
+    sim.resetCallCounts();
+    await f.createRunner('never-starts');
+    await f.waitForPod('never-starts', (p) => p !== undefined, 'the runner pod');
+    await setPodStatus(NAMESPACE, 'never-starts', (pod) => ({
+      phase: 'Pending',
+      containerStatuses: pod.spec!.containers.map((c) => ({
+        name: c.name,
+        image: c.image ?? '',
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        state: { waiting: { reason: 'InvalidImageName', message: 'invalid reference format' } },
+      })),
+    }));
+    await f.waitForRunner('never-starts', (r) => r?.status?.phase === 'Failed', 'phase Failed');
+    await f.waitForPod('never-starts', (p) => p === undefined, 'the pod deleted');
+    // Its set would delete it; here the test does, as a set would.
+    await f.kube.delete(EphemeralRunnerKind, NAMESPACE, 'never-starts');
+    await f.waitForRunner('never-starts', (r) => r === undefined, 'the EphemeralRunner gone');
+    await new Promise((r) => setTimeout(r, 1_000));
+    const after = await apiserverRequestCounts(cp.kubeConfig());
+    const writes = controllerWrites(before, after);
+    writes.delete('DELETE ephemeralrunners'); // the test's, as the set's
+    const runnerWrites = [...writes].filter(([key, n]) => RUNNER_RESOURCES.test(key) && n > 0);
+    const total = runnerWrites.reduce((sum, [, n]) => sum + n, 0) + (writes.get('POST events') ?? 0);
+    console.log(
+      [
+        'Cost of one runner the start watchdog failed (InvalidImageName), creation to deletion:',
+        ...runnerWrites.sort().map(([key, n]) => `  ${key}: ${n}`),
+        `  + ${writes.get('POST events') ?? 0} Event creates`,
+        `  = ${total} Kubernetes writes by the controller`,
+      ].join('\n'),
+    );
+    // finalizers add, secret, pod, status Failed, registration finalizer release, pod and secret
+    // deletes, the Warning Event, the last finalizer: no more than a failed runner always cost.
+    expect(total).toBeLessThanOrEqual(10);
   });
 });

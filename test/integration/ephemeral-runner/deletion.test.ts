@@ -1,11 +1,11 @@
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { Watch, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 import {
   EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
   EPHEMERAL_RUNNER_FINALIZER,
   EphemeralRunnerKind,
 } from '@aro/api';
 import { PodKind, SecretKind } from '@aro/kube';
-import { runnerContainerRunning, runnerContainerTerminated, waitFor } from '../../harness';
+import { runnerContainerRunning, runnerContainerTerminated, testKubeConfig, waitFor } from '../../harness';
 import {
   ControllerFixture,
   controllerSuite,
@@ -212,5 +212,51 @@ describe('EphemeralRunner deletion', () => {
     expect(pod?.metadata?.uid).toBe(before?.metadata?.uid);
     expect(pod?.metadata?.deletionTimestamp).toBeDefined();
     expect(pod?.metadata?.deletionGracePeriodSeconds).toBe(30);
+  });
+  it('deletes the pod it created when the runner goes before the cache shows that pod, not leaving it to the garbage collector', async () => {
+    // The cache never shows this pod: the state of a runner deleted moments after its pod was created
+    // (a scale-down or teardown racing the create), the pod's watch event still on its way.
+    f = await suite.start({ faults: { hidePod: (name) => name === 'del-m' } });
+    await f.createRunner('del-m');
+    await f.waitForPod('del-m', (p) => p !== undefined, 'the runner pod, created by the controller');
+    await runnerContainerRunning(f.namespace, 'del-m');
+
+    // Who deleted the pod shows in the order of the writes (etcd revisions, one sequence for every
+    // kind): the controller deletes it before dropping the runner's finalizers; the garbage collector,
+    // the only other deleter here, can act only once the runner is gone.
+    const order: Array<{ what: string; revision: number }> = [];
+    const seen = (what: string, obj: { metadata?: { resourceVersion?: string } }) =>
+      order.push({ what, revision: Number(obj.metadata?.resourceVersion) });
+    const watch = new Watch(testKubeConfig());
+    const watches = await Promise.all([
+      watch.watch(
+        `/api/v1/namespaces/${f.namespace}/pods`,
+        {},
+        (type: string, pod: V1Pod) => {
+          if (pod.metadata?.name !== 'del-m') return;
+          if (type === 'DELETED' || pod.metadata.deletionTimestamp) seen('pod deleted', pod);
+        },
+        () => undefined,
+      ),
+      watch.watch(
+        `/apis/actions.github.com/v1alpha1/namespaces/${f.namespace}/ephemeralrunners`,
+        {},
+        (type: string, runner: { metadata?: { name?: string; resourceVersion?: string } }) => {
+          if (type === 'DELETED' && runner.metadata?.name === 'del-m') seen('runner gone', runner);
+        },
+        () => undefined,
+      ),
+    ]);
+    try {
+      await deleteRunner('del-m');
+      await waitFor(
+        () => order.some((e) => e.what === 'runner gone') && order.some((e) => e.what === 'pod deleted'),
+        { description: 'the runner gone and its pod deleted, as the watches saw them' },
+      );
+    } finally {
+      for (const w of watches) w.abort();
+    }
+    const first = (what: string) => Math.min(...order.filter((e) => e.what === what).map((e) => e.revision));
+    expect(first('pod deleted')).toBeLessThan(first('runner gone'));
   });
 });

@@ -6,7 +6,7 @@ import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSpec, ResourceKind
 import { ActionsServiceClient, MultiClient } from '@aro/actions';
 import {
   EphemeralRunnerReconciler,
-  EphemeralRunnerRegistration,
+  EphemeralRunnerController,
   OrphanRegistrationSweep,
   ScaleSetLedger,
   UnregistrationQueue,
@@ -71,6 +71,10 @@ export interface FixtureControllerConfig {
   unregistrationDrainTimeoutMs?: number;
   unregistrationJobStillRunningRetryMs?: number;
   events?: 'all' | 'failures' | 'none';
+  /** RUNNER_START_TIMEOUT, in ms (the app's default otherwise). */
+  startTimeoutMs?: number;
+  /** BUSY_RUNNER_EVICTION_PROTECTION (the app's default otherwise). */
+  evictionProtection?: boolean;
 }
 
 export interface ControllerFixture {
@@ -216,6 +220,8 @@ export async function bootControllerModules(
         terminatedPodGracePeriodSeconds: c.terminatedPodGracePeriodSeconds,
         maxFailures: c.maxFailures,
         events: c.events,
+        startTimeoutMs: c.startTimeoutMs,
+        evictionProtection: c.evictionProtection,
         uncachedReads: !opts.withoutApiReader,
       },
       unregistration: {
@@ -281,9 +287,9 @@ export async function startControllerFixture(
   const manager = app.get(Manager);
   if (opts.faults?.failMergePatch) failMergePatches(app.get(KubeClient), opts.faults.failMergePatch);
   if (opts.faults?.hidePod) hidePods(app.get(InformerCache), opts.faults.hidePod);
-  const registration = app.get(EphemeralRunnerRegistration);
+  const runnerController = app.get(EphemeralRunnerController);
   const controller: FixtureController = {
-    reconciler: registration.reconciler!,
+    reconciler: runnerController.reconciler!,
     unregistrations: app.get(UnregistrationQueue),
     sweep: app.get(OrphanRegistrationSweep),
     ledger: app.get(ScaleSetLedger),

@@ -1,4 +1,5 @@
 import { waitFor } from '../../harness';
+import { scaled } from '../../harness/time-scale';
 
 describe('waitFor', () => {
   it('resolves with the first truthy result', async () => {
@@ -19,7 +20,9 @@ describe('waitFor', () => {
         { description: 'pod x to be Running', timeoutMs: 50, intervalMs: 10 },
       ),
     ).rejects.toThrow(
-      /Timed out after 50 ms \(\d+ polls\) waiting for pod x to be Running; the last poll threw: pod x not found/,
+      new RegExp(
+        `Timed out after ${scaled(50)} ms.*\\(\\d+ polls\\) waiting for pod x to be Running; the last poll threw: pod x not found`,
+      ),
     );
   });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { ListenerDefaults, listenerConfigSecretName, type ListenerConfig } from '@aro/api';
 import { KubeClient, PodKind, SecretKind } from '@aro/kube';
+import type { ListenerPodPlayerOptions } from '../../harness/listener-pod-player';
 import {
   ListenerPodPlayer,
   createTestNamespace,
@@ -75,8 +76,12 @@ describe('ListenerPodPlayer', () => {
     });
   }
 
-  function start(namespace: string): ListenerPodPlayer {
+  function start(
+    namespace: string,
+    extra: Pick<ListenerPodPlayerOptions, 'kubeconfigForPod' | 'log'> = {},
+  ): ListenerPodPlayer {
     player = new ListenerPodPlayer({
+      ...extra,
       kubeConfig: testKubeConfig(),
       kubeconfigPath: '/path/to/kubeconfig',
       namespace,
@@ -149,5 +154,36 @@ describe('ListenerPodPlayer', () => {
       description: 'the pod of a killed listener to be Failed',
       timeoutMs: 60_000,
     });
+  });
+
+  /*
+   * A pod the player cannot start (here its identity cannot be made, as when a long scale-set name gave
+   * a certificate CN over 64 characters) used to throw out of the player's whole pass: no listener pod
+   * after it was started, finished or deleted, and the reason showed only at the end.
+   */
+  it('goes on with the other pods when one cannot be started, and tells why at once', async () => {
+    const namespace = await createTestNamespace('lpp');
+    const told: string[] = [];
+    const p = start(namespace, {
+      kubeconfigForPod: async (pod) => {
+        if (pod.metadata?.name === 'broken-listener') throw new Error('no identity for this one');
+        return '/path/to/kubeconfig';
+      },
+      log: (line) => told.push(line),
+    });
+    await listenerPod(namespace, 'broken-listener', 'broken');
+    await waitFor(() => p.errors.length > 0, { description: 'the broken pod to fail', timeoutMs: 60_000 });
+    await listenerPod(namespace, 'fine-listener', 'fine');
+    await waitFor(async () => (await phase(namespace, 'fine-listener')) === 'Running', {
+      description: 'the pod after the broken one to be Running',
+      timeoutMs: 60_000,
+    });
+    expect(p.running().map((l) => l.pod)).toEqual(['fine-listener']);
+    // Told once, naming the pod and the reason, though the player tried it on every pass.
+    expect(p.errors).toEqual([`listener pod ${namespace}/broken-listener: no identity for this one`]);
+    expect(told.filter((l) => l.includes('broken-listener'))).toEqual([
+      `!!! listener pod ${namespace}/broken-listener: no identity for this one`,
+    ]);
+    expect(await phase(namespace, 'broken-listener')).toBe('Pending');
   });
 });

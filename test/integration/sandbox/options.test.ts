@@ -1,6 +1,6 @@
 import { OptionsError, parseSandboxOptions } from '../../sandbox/options';
 import { ProgressView, jobCounts, renderSnapshot, type Snapshot } from '../../sandbox/progress';
-import { percentile, table } from '../../sandbox/stats';
+import { formatDuration, percentile, table } from '../../sandbox/stats';
 import type { JobView } from '../../../apps/simulator/src';
 
 // The sandbox's pure parts: flags, percentiles, the progress block. (In the integration project because
@@ -37,8 +37,17 @@ describe('sandbox options', () => {
     });
   });
 
+  // --keep with nothing queued: a person who wants to apply their own set need not wait for a workload.
+  it('takes --jobs 0, and a scale-set name as long as the chart allows', () => {
+    const longest = 'arc-runner-set-' + 'x'.repeat(30);
+    expect(parseSandboxOptions(['--jobs', '0', '--name', longest])).toMatchObject({ jobs: 0, name: longest });
+    expect(parseSandboxOptions([]).name).toBe('sandbox');
+  });
+
   it.each([
-    [['--jobs', '0'], '--jobs 0: must be a whole number above 0'],
+    [['--jobs=-1'], '--jobs -1: must be a whole number, 0 or more'],
+    [['--name', 'a'.repeat(46)], `--name ${'a'.repeat(46)}: must be at most 45 lowercase letters`],
+    [['--name', 'Arc_Set'], '--name Arc_Set'],
     [['--jobs', 'many'], '--jobs many'],
     [['--rate=-1'], '--rate -1: must be a number above 0'],
     [['--fail-share', '1.5'], '--fail-share 1.5: must be between 0 and 1'],
@@ -53,6 +62,13 @@ describe('sandbox options', () => {
 });
 
 describe('sandbox figures', () => {
+  it('reads durations as a person does, never "4 min 60 s"', () => {
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(4_200)).toBe('4.2 s');
+    expect(formatDuration(125_000)).toBe('2 min 5 s');
+    expect(formatDuration(299_600)).toBe('5 min 0 s');
+  });
+
   it('takes nearest-rank percentiles', () => {
     const values = Array.from({ length: 20 }, (_, i) => 20 - i); // 20..1, unsorted on purpose
     expect(percentile(values, 50)).toBe(10);

@@ -1,6 +1,7 @@
 import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { RunnerPlayer, testKubeConfig, waitFor } from '../../harness';
 import { controllerSuite, type ControllerFixture } from '../ephemeral-runner/fixture';
+import { ApiProxy } from '../kube/api-proxy';
 
 /**
  * The runner player against the real EphemeralRunner controller and the simulator: each test creates a
@@ -106,6 +107,37 @@ describe('RunnerPlayer', () => {
       expect(player.outcomes.get('player-seven')).toBe('exit-7');
     } finally {
       watch.abort();
+    }
+  });
+
+  it('plays a runner through failed reads of its pod: the runner is neither stopped nor its pod deleted', async () => {
+    const f = await suite.start();
+    // The player reads its pods through a proxy the test cuts; the pod's status writes (the kubelet's
+    // part) go straight to the apiserver.
+    const proxy = new ApiProxy(testKubeConfig());
+    await proxy.start();
+    try {
+      const player = play(f, { kubeConfig: proxy.kubeConfig() });
+      await f.createRunner('player-reads');
+      await waitFor(() => suite.sim.runner('player-reads')?.status === 'idle', {
+        description: 'the runner connected and waiting for its job',
+        timeoutMs: 60_000,
+      });
+      // Ten of the player's 100 ms looks fail to connect: a read that failed says nothing about the pod.
+      await proxy.down();
+      await new Promise((r) => setTimeout(r, 1_000));
+      await proxy.up();
+      const jobId = await jobFor(f, 'player-reads');
+      await waitFor(() => suite.sim.job(jobId)?.state === 'completed', {
+        description: `job ${jobId} to complete on the runner`,
+        timeoutMs: 60_000,
+      });
+      expect(suite.sim.job(jobId)?.result).toBe('succeeded');
+      await f.waitForRunner('player-reads', (r) => r === undefined, 'the runner to be deleted', 60_000);
+      expect(player.outcomes.get('player-reads')).toBe('succeeded');
+      expect(player.errors).toEqual([]);
+    } finally {
+      await proxy.close();
     }
   });
 });

@@ -85,6 +85,10 @@ describe('npm run sandbox -- --jobs 20', () => {
     expect(report.kubeWrites).toBeGreaterThan(0);
     expect(output).toMatch(/jobs 20: queued \d+, running \d+, done \d+, failed \d+/);
     expect(output).toMatch(/leader: aro-controller-[01]/);
+    // The controllers' PIDs, as the listeners' are: a person driving --keep from outside needs them.
+    expect(output).toMatch(
+      /controllers up: aro-controller-0 :\d+ \(pid \d+\), aro-controller-1 :\d+ \(pid \d+\)/,
+    );
   });
 
   it('installs both charts and runs the controllers and the listener as their service accounts', () => {

@@ -59,6 +59,12 @@ export const Annotations = {
   /** On the AutoscalingRunnerSet; upstream gives it no prefix. */
   runnerScaleSetId: 'runner-scale-set-id',
   integrityHash: 'actions.github.com/integrity-hash',
+  /**
+   * ARO, on an EphemeralRunnerSet: the scale set ID its listener was told the Actions service does not
+   * have (404 on the session create). The AutoscalingRunnerSet controller checks at once and creates
+   * the scale set again, instead of at its next periodic check.
+   */
+  scaleSetMissing: 'actions.github.com/scale-set-missing',
   runnerSpecHash: 'actions.github.com/runner-spec-hash',
   /** Set by the Helm chart: a hash of the chart values the scale set was rendered from. */
   valuesHash: 'actions.github.com/values-hash',

@@ -7,10 +7,8 @@ export type AutoscalingListenerModuleOptions = ControllerModuleOptions<Autoscali
  * The AutoscalingListener controller as a Nest module: each listener's pod, ServiceAccount, Role,
  * RoleBinding and config secret. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const AutoscalingListenerController = partsControllerModule(
-  'AutoscalingListener',
-  setupAutoscalingListenerController,
-);
-export const AutoscalingListenerModule = AutoscalingListenerController.module;
-export const AutoscalingListenerRegistration = AutoscalingListenerController.registration;
-export const AUTOSCALING_LISTENER_MODULE_OPTIONS = AutoscalingListenerController.optionsToken;
+export const {
+  module: AutoscalingListenerModule,
+  controller: AutoscalingListenerController,
+  optionsToken: AUTOSCALING_LISTENER_MODULE_OPTIONS,
+} = partsControllerModule('AutoscalingListener', setupAutoscalingListenerController);

@@ -8,7 +8,6 @@ import {
   ServiceAccountKind,
   resourceVersionChangedPredicate,
 } from '@aro/kube';
-import { metricsRegistry } from '@aro/observability';
 import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
 import {
   AutoscalingListenerReconciler,
@@ -37,9 +36,8 @@ export function setupAutoscalingListenerController(
   parts: ControllerParts,
   config: AutoscalingListenerControllerConfig = {},
 ): AutoscalingListenerReconciler {
-  const metrics = new ListenerControllerMetrics(parts.registry ?? metricsRegistry());
   const reconciler = new AutoscalingListenerReconciler(
-    { ...scaleSetReconcilerDeps(parts, config.events), metrics },
+    scaleSetReconcilerDeps(parts, config.events, ListenerControllerMetrics),
     config,
   );
   new ControllerBuilder(parts.manager, 'autoscalinglistener')

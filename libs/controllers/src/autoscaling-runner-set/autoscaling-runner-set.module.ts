@@ -9,10 +9,8 @@ export type AutoscalingRunnerSetModuleOptions = ControllerModuleOptions<Autoscal
  * ObservabilityModule. `listenerImage` may be empty: the app starts, and each scale set records
  * ListenerImageMissing instead of getting a listener.
  */
-const AutoscalingRunnerSetController = partsControllerModule(
-  'AutoscalingRunnerSet',
-  setupAutoscalingRunnerSetController,
-);
-export const AutoscalingRunnerSetModule = AutoscalingRunnerSetController.module;
-export const AutoscalingRunnerSetRegistration = AutoscalingRunnerSetController.registration;
-export const AUTOSCALING_RUNNER_SET_MODULE_OPTIONS = AutoscalingRunnerSetController.optionsToken;
+export const {
+  module: AutoscalingRunnerSetModule,
+  controller: AutoscalingRunnerSetController,
+  optionsToken: AUTOSCALING_RUNNER_SET_MODULE_OPTIONS,
+} = partsControllerModule('AutoscalingRunnerSet', setupAutoscalingRunnerSetController);

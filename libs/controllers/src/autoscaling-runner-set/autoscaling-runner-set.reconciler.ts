@@ -34,8 +34,11 @@ import {
 import { ListenerSync } from './listener-sync';
 import { RunnerSetSync } from './runner-set-sync';
 import { ScaleSetFinalizer } from './scale-set-finalizer';
+import { LegacyRunnerSets } from './legacy-runner-sets';
 import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
+import { CredentialChangeWatch } from './credential-change';
+import { ForgottenProtection } from './forgotten-protection';
 import { findCondition, setCondition } from '../shared/conditions';
 
 export type {
@@ -59,6 +62,9 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private readonly listener: ListenerSync;
   private readonly runnerSet: RunnerSetSync;
   private readonly finalizer: ScaleSetFinalizer;
+  private readonly legacyRunnerSets: LegacyRunnerSets;
+  private readonly credentialChange: CredentialChangeWatch;
+  private readonly forgottenProtection: ForgottenProtection;
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
     this.ctx = scaleSetContext(deps, options);
@@ -67,6 +73,9 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.listener = new ListenerSync(this.ctx, this.status);
     this.runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
     this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
+    this.legacyRunnerSets = new LegacyRunnerSets(this.ctx);
+    this.credentialChange = new CredentialChangeWatch(this.ctx);
+    this.forgottenProtection = new ForgottenProtection(this.ctx);
   }
 
   reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -106,6 +115,9 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
   private forget(key: string): void {
     this.ctx.failures.forget(key);
     this.ctx.lastChecked.delete(key);
+    this.credentialChange.forget(key);
+    this.forgottenProtection.forget(key);
+    this.scaleSet.missingReports.forget(key);
   }
 
   /** A live set carrying the finalizer: its scale set, its runner set, its listener. */
@@ -131,6 +143,8 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     }
 
     // 1. The scale set on the Actions service.
+    const heldBack = await this.credentialChange.holdBack(ars, key, log);
+    if (heldBack) return heldBack;
     let scaleSetId: number;
     try {
       // Resolved only when the service must be asked: resolving reads the credential Secret live,
@@ -144,12 +158,15 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       scaleSetId = outcome.scaleSetId;
     } catch (err) {
       if (signal.aborted) throw err;
-      return this.status.recordFailure(ars, key, err, log);
+      return this.credentialChange.remember(ars, key, await this.status.recordFailure(ars, key, err, log));
     }
+    this.credentialChange.forget(key);
     await this.status.markReady(ars, key, scaleSetId);
+    await this.forgottenProtection.sweep(ars, key, log);
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
+    const retiring = await this.legacyRunnerSets.retire(ars, log);
     if (runnerSet === 'created') return done;
     if (runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated) {
       // Stop scaling: the listener would only ask for runners that cannot run. No delete/recreate
@@ -191,6 +208,8 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       });
     }
     await this.status.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Running);
+    // A retired set's last runner leaving may not change the set itself: look again soon.
+    if (retiring) return requeueAfter(this.ctx.opts.drainPollMs);
     const sinceCheck = this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0);
     return requeueAfter(Math.max(1, this.ctx.opts.scaleSetCheckIntervalMs - sinceCheck));
   }

@@ -1,6 +1,6 @@
 import { Annotations, AutoscalingRunnerSet, CLEANUP_PROTECTION_FINALIZER, ResourceKind } from '@aro/api';
 import {
-  KubeClient,
+  KubeApi,
   KubeObject,
   RoleBindingKind,
   RoleKind,
@@ -21,7 +21,7 @@ import type { Logger } from '@aro/observability';
  * releasing its runners; the set lets them go once it has (upstream's order: bindings before roles,
  * the secret last but one, the manager's own permissions last).
  */
-const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
+export const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
   { annotation: Annotations.cleanupKubernetesModeRoleBindingName, kind: RoleBindingKind },
   { annotation: Annotations.cleanupKubernetesModeRoleName, kind: RoleKind },
   { annotation: Annotations.cleanupKubernetesModeServiceAccountName, kind: ServiceAccountKind },
@@ -35,7 +35,7 @@ const OTHERS: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
  * rights are gone, so they go last, and the controller reads and patches them through the rights its
  * own chart gives it on roles and role bindings everywhere (get, patch), never through themselves.
  */
-const MANAGER: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
+export const MANAGER: ReadonlyArray<{ annotation: string; kind: ResourceKind }> = [
   { annotation: Annotations.cleanupManagerRoleBinding, kind: RoleBindingKind },
   { annotation: Annotations.cleanupManagerRoleName, kind: RoleKind },
 ];
@@ -44,7 +44,7 @@ type Protected = { annotation: string; kind: ResourceKind };
 
 /** The object still carrying the protection, or undefined when it is gone or already released. */
 async function stillProtected(
-  client: KubeClient,
+  client: KubeApi,
   namespace: string,
   { annotation, kind }: Protected,
   ars: AutoscalingRunnerSet,
@@ -60,8 +60,8 @@ async function stillProtected(
   }
 }
 
-async function release(
-  client: KubeClient,
+export async function release(
+  client: KubeApi,
   namespace: string,
   kind: ResourceKind,
   object: KubeObject,
@@ -88,7 +88,7 @@ async function release(
  * before it touched the manager's, so a refusal then means done, not a failure; any other time it is.
  */
 export async function removeCleanupProtection(
-  client: KubeClient,
+  client: KubeApi,
   ars: AutoscalingRunnerSet,
   log: Logger,
 ): Promise<void> {

@@ -1,11 +1,5 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
-import {
-  InvalidConfigUrlError,
-  errorCodesOf,
-  isActionsError,
-  isTlsFailure,
-  isUnauthorized,
-} from '@aro/actions';
+import { InvalidConfigUrlError, isProxyFailure, isTlsFailure, isUnauthorized } from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
 import { describeError } from '../shared/describe-error';
 
@@ -21,7 +15,6 @@ export interface ClassifiedFailure {
  */
 export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undefined): ClassifiedFailure {
   const message = describeError(err);
-  const proxyConfigured = proxy !== undefined;
   const proxySecrets = [proxy?.http?.credentialSecretRef, proxy?.https?.credentialSecretRef].filter(
     (name): name is string => !!name,
   );
@@ -42,22 +35,12 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
     }
     return { reason: ScaleSetReasons.invalidCredentials, message };
   }
-  if (isTlsFailure(err) || /certificate|self[- ]signed/i.test(message)) {
-    return { reason: ScaleSetReasons.tlsFailure, message };
-  }
-  if (
-    /Proxy response \(\d+\)|proxy/i.test(message) ||
-    (proxyConfigured && errorCodesOf(err).some((c) => c === 'ECONNREFUSED' || c === 'ENOTFOUND'))
-  ) {
-    return { reason: ScaleSetReasons.proxyFailure, message };
-  }
+  // The transport named these where they happened (a TLS error code, the proxy client's own failure).
+  if (isTlsFailure(err)) return { reason: ScaleSetReasons.tlsFailure, message };
+  if (isProxyFailure(err)) return { reason: ScaleSetReasons.proxyFailure, message };
   // A refused credential, whether the service refused it just now or the resolver remembers that it did
   // (it answers the same for a while instead of asking the service once per caller).
-  if (
-    isCredentialFailure(err) ||
-    isUnauthorized(err) ||
-    (isActionsError(err) && (err.statusCode === 401 || err.statusCode === 403))
-  ) {
+  if (isCredentialFailure(err) || isUnauthorized(err)) {
     return { reason: ScaleSetReasons.invalidCredentials, message };
   }
   if (err instanceof RunnerGroupNotFoundError)

@@ -17,6 +17,7 @@ import {
   requeueAfter,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
+import { isActionsNotFound } from '@aro/actions';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { removeCleanupProtection } from './cleanup-protection';
 import { classifyScaleSetFailure } from './failure-reasons';
@@ -73,9 +74,8 @@ export class ScaleSetFinalizer {
           `Runner scale set ${id} deleted from the Actions service`,
         );
       } catch (err) {
-        const isGone =
-          err instanceof Error && 'statusCode' in err && (err as { statusCode?: number }).statusCode === 404;
-        if (!isGone) return this.status.recordFailure(ars, key, err, log);
+        // Already gone from the service (removed there, or by an earlier pass): nothing left to delete.
+        if (!isActionsNotFound(err)) return this.status.recordFailure(ars, key, err, log);
       }
       // Both go: a pass after this one (the cleanup protection below can be cut short) must see a set
       // with no scale set left, not one that lost its ID and would be looked up by name.

@@ -4,7 +4,7 @@ import {
   AutoscalingRunnerSetKind,
   DEFAULT_RUNNER_GROUP_ID,
 } from '@aro/api';
-import { ActionsServiceClient, RunnerScaleSet, isNotFound as isActionsNotFound } from '@aro/actions';
+import { ActionsServiceClient, RunnerScaleSet, isActionsNotFound } from '@aro/actions';
 import type { Reader } from '@aro/kube';
 import { RunnerGroupNotFoundError, ScaleSetClaimedError } from './failure-reasons';
 import { scaleSetName } from './runner-scale-set-resources';

@@ -11,6 +11,7 @@ import {
 } from '@aro/api';
 import { Result, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
+import { mirroredRunnersHealthy } from '../ephemeral-runner-set/runner-failure-condition';
 import { classifyScaleSetFailure } from './failure-reasons';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import { describeError } from '../shared/describe-error';
@@ -106,6 +107,9 @@ export class ScaleSetStatusWriter {
         );
       }
     }
+    conditions =
+      mirroredRunnersHealthy(conditions, runnerSet.status?.conditions, new Date(this.ctx.now())) ??
+      conditions;
     await this.patchStatus(ars, {
       phase,
       currentRunners: runnerSet.status?.currentReplicas ?? 0,

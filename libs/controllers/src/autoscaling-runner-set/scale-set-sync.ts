@@ -9,9 +9,13 @@ import {
   scaleSetById,
 } from './scale-set-registration';
 import { type ScaleSetContext } from './runner-scale-set-context';
+import { ScaleSetMissingReports } from './scale-set-missing';
 import { githubUrlLabels } from '../shared/scale-set-labels';
 
 export class ScaleSetSync {
+  /** The listener's reports of a scale set gone from the service (scale-set-missing.ts). */
+  readonly missingReports = new ScaleSetMissingReports();
+
   constructor(private readonly ctx: ScaleSetContext) {}
 
   /**
@@ -30,7 +34,8 @@ export class ScaleSetSync {
     let id = scaleSetIdOf(ars);
     if (
       id !== 0 &&
-      this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0) >= this.ctx.opts.scaleSetCheckIntervalMs
+      (this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0) >= this.ctx.opts.scaleSetCheckIntervalMs ||
+        (await this.missingReports.reported(this.ctx, ars, key, id)))
     ) {
       const found = await scaleSetById(await actions(), id, callSignal());
       this.ctx.lastChecked.set(key, this.ctx.now());

@@ -7,10 +7,8 @@ export type EphemeralRunnerSetModuleOptions = ControllerModuleOptions<EphemeralR
  * The EphemeralRunnerSet controller as a Nest module: keeps a set's EphemeralRunners at the count the
  * listener asks for. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-const EphemeralRunnerSetController = partsControllerModule(
-  'EphemeralRunnerSet',
-  setupEphemeralRunnerSetController,
-);
-export const EphemeralRunnerSetModule = EphemeralRunnerSetController.module;
-export const EphemeralRunnerSetRegistration = EphemeralRunnerSetController.registration;
-export const EPHEMERAL_RUNNER_SET_MODULE_OPTIONS = EphemeralRunnerSetController.optionsToken;
+export const {
+  module: EphemeralRunnerSetModule,
+  controller: EphemeralRunnerSetController,
+  optionsToken: EPHEMERAL_RUNNER_SET_MODULE_OPTIONS,
+} = partsControllerModule('EphemeralRunnerSet', setupEphemeralRunnerSetController);

@@ -31,6 +31,8 @@ import { RunnerSetFinalizer } from './runner-set-finalizer';
 import { RunnerSetScaling } from './runner-set-scaling';
 import { RunnerSetStatusWriter } from './runner-set-status';
 import { RunnerSetTransitions } from './runner-set-transitions';
+import { adoptUpstreamRunnerSet, isUpstreamIntegrityHash } from './upstream-adoption';
+import { RunnerFailureCondition } from './runner-failure-condition';
 
 export type {
   EphemeralRunnerSetReconcilerDeps,
@@ -63,6 +65,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
   private readonly scaling: RunnerSetScaling;
   private readonly transitions: RunnerSetTransitions;
   private readonly finalizer: RunnerSetFinalizer;
+  private readonly failureCondition = new RunnerFailureCondition();
 
   constructor(deps: EphemeralRunnerSetReconcilerDeps, options: EphemeralRunnerSetReconcilerOptions = {}) {
     this.ctx = runnerSetContext(deps, options);
@@ -92,6 +95,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.ctx.deps.metrics?.forget(key);
     this.ctx.expectations.forget(key);
     this.ctx.failureBackoff.delete(key);
+    this.failureCondition.forget(key);
   }
 
   /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
@@ -112,6 +116,9 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.status.publishCounts(set, key, states);
 
     const hash = integrityHash(set.spec.ephemeralRunnerSpec);
+    if (isUpstreamIntegrityHash(set.metadata?.annotations?.[Annotations.integrityHash])) {
+      set = await adoptUpstreamRunnerSet(this.ctx, set, hash, log);
+    }
     if (set.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
       return this.transitions.rollOutSpec(set, key, states, hash, signal, log);
     }
@@ -121,8 +128,16 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     const outdated = states.outdated.length > 0 || set.status?.phase === EphemeralRunnerSetPhase.Outdated;
     if (outdated) return this.transitions.rest(set, key, states, signal, log);
 
+    const runnersHealthy = this.failureCondition.observe(set, key, states);
     const result = await this.scaling.scale(set, key, states, signal, log);
-    await this.status.updateStatus(set, states, EphemeralRunnerSetPhase.Running, log);
+    await this.status.updateStatus(
+      set,
+      states,
+      EphemeralRunnerSetPhase.Running,
+      log,
+      undefined,
+      runnersHealthy,
+    );
     return result;
   }
 }

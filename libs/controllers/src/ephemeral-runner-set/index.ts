@@ -8,3 +8,4 @@ export { buildEphemeralRunner, buildRunnerProxySecret, proxySecretData } from '.
 export { idleRunnerCandidates, runnersByState, type RunnersByState } from './runner-states';
 export * from './setup';
 export * from './ephemeral-runner-set.module';
+export { REASON_RUNNER_READY, RUNNERS_HEALTHY_CONDITION } from './runner-failure-condition';

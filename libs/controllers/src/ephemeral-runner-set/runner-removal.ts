@@ -1,5 +1,5 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, hasJob } from '@aro/api';
-import { isJobStillRunning, isRunnerNotFound, isNotFound as isActionsNotFound } from '@aro/actions';
+import { isActionsNotFound, isJobStillRunning } from '@aro/actions';
 import { isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
@@ -114,7 +114,7 @@ export class RunnerRemoval {
         });
         return 'busy';
       }
-      if (isRunnerNotFound(err) || isActionsNotFound(err)) return 'released';
+      if (isActionsNotFound(err)) return 'released';
       log.warn('Could not remove a runner registration', {
         runner: runner.metadata?.name,
         runnerId,

@@ -4,6 +4,7 @@ import {
   EphemeralRunnerSetPhase,
   EphemeralRunnerSetStatus,
   Labels,
+  ScaleSetCondition,
   ScaleSetConditionTypes,
 } from '@aro/api';
 import { isNotFound } from '@aro/kube';
@@ -39,9 +40,11 @@ export class RunnerSetStatusWriter {
     phase: EphemeralRunnerSetPhase,
     log: Logger,
     versionCondition?: { status: 'True' | 'False'; reason: string; message: string },
+    runnersHealthy?: Omit<ScaleSetCondition, 'lastTransitionTime'>,
   ): Promise<void> {
     const current = set.status;
     let conditions = current?.conditions;
+    if (runnersHealthy) conditions = setCondition(conditions, runnersHealthy, new Date(this.ctx.now()));
     if (versionCondition) {
       const existing = findCondition(conditions, ScaleSetConditionTypes.runnerVersionCurrent);
       if (

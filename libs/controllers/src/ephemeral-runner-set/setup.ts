@@ -1,6 +1,5 @@
 import { EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
 import { ControllerBuilder, resourceVersionChangedPredicate } from '@aro/kube';
-import { metricsRegistry } from '@aro/observability';
 import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
 import {
   EphemeralRunnerSetReconciler,
@@ -21,9 +20,8 @@ export function setupEphemeralRunnerSetController(
   parts: ControllerParts,
   config: EphemeralRunnerSetControllerConfig = {},
 ): EphemeralRunnerSetReconciler {
-  const metrics = new EphemeralRunnerSetMetrics(parts.registry ?? metricsRegistry());
   const reconciler = new EphemeralRunnerSetReconciler(
-    { ...scaleSetReconcilerDeps(parts, config.events), metrics },
+    scaleSetReconcilerDeps(parts, config.events, EphemeralRunnerSetMetrics),
     config,
   );
   new ControllerBuilder(parts.manager, 'ephemeralrunnerset')

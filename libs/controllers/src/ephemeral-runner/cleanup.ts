@@ -1,6 +1,14 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EphemeralRunner, Labels } from '@aro/api';
-import { DeleteOptions, PodKind, SecretKind, ignoreNotFound, isNotFound } from '@aro/kube';
+import {
+  DeleteOptions,
+  type Expectations,
+  PodKind,
+  SecretKind,
+  ignoreNotFound,
+  isNotFound,
+  objectKey,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podDeleteOptions, podTerminated } from './pod-state';
 import { type RunnerContext } from './reconciler-context';
@@ -8,7 +16,10 @@ import { describeError } from '../shared/describe-error';
 
 /** Deletes what a runner owns: its pod and jitconfig secret, and what its container hook made. */
 export class RunnerCleanup {
-  constructor(private readonly ctx: RunnerContext) {}
+  constructor(
+    private readonly ctx: RunnerContext,
+    private readonly podCreations: Expectations,
+  ) {}
 
   async resources(runner: EphemeralRunner, log: Logger): Promise<void> {
     const { namespace = '', name = '' } = runner.metadata ?? {};
@@ -17,6 +28,19 @@ export class RunnerCleanup {
       pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
+      // A pod this process created moments ago may not have reached the cache: a runner deleted right
+      // after its pod was created (a scale-down, a teardown) would otherwise go with its pod left to
+      // the garbage collector, or, where none runs, for good. Deleted by name: the miss costs one
+      // call only inside that window, never on the path of a runner whose pod the cache shows.
+      if (this.podCreations.pendingMs(objectKey(runner), []) > 0) {
+        log.info('Deleting the runner pod this controller created, which the cache has not shown yet');
+        try {
+          await this.ctx.deps.client.delete(PodKind, namespace, name).catch(ignoreNotFound);
+        } catch (err) {
+          throw new Error(`failed to delete the runner pod: ${describeError(err)}`, { cause: err });
+        }
+        this.podCreations.forget(objectKey(runner));
+      }
     }
     if (pod && !isBeingDeleted(pod)) {
       log.info('Deleting the runner pod', { podUid: pod.metadata?.uid, terminated: podTerminated(pod) });

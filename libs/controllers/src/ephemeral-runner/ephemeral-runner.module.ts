@@ -42,7 +42,7 @@ function runnerExtensions(providers: ProviderLookup) {
  * The EphemeralRunner controller as a Nest module: one runner, one pod, one job. Needs the global
  * KubeModule, SecretsModule, UnregistrationModule and ObservabilityModule.
  */
-const EphemeralRunnerController = controllerModule({
+const EphemeralRunnerParts = controllerModule({
   name: 'EphemeralRunner',
   imports: [DiscoveryModule],
   register: ({ uncachedReads = true, now, ...config }: EphemeralRunnerModuleOptions, providers) => {
@@ -60,6 +60,6 @@ const EphemeralRunnerController = controllerModule({
     );
   },
 });
-export const EphemeralRunnerModule = EphemeralRunnerController.module;
-export const EphemeralRunnerRegistration = EphemeralRunnerController.registration;
-export const EPHEMERAL_RUNNER_MODULE_OPTIONS = EphemeralRunnerController.optionsToken;
+export const EphemeralRunnerModule = EphemeralRunnerParts.module;
+export const EphemeralRunnerController = EphemeralRunnerParts.controller;
+export const EPHEMERAL_RUNNER_MODULE_OPTIONS = EphemeralRunnerParts.optionsToken;

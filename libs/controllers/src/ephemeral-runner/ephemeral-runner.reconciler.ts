@@ -41,6 +41,8 @@ import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
 import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';
+import { DEFAULT_RUNNER_START_TIMEOUT_MS, RunnerStartWatchdog } from './start-watchdog';
+import { EvictionProtection } from './eviction-protection';
 
 export { BUSY_RUNNER_REQUEUE_MS } from './reconciler-context';
 export type { EphemeralRunnerReconcilerDeps, EphemeralRunnerReconcilerOptions } from './reconciler-context';
@@ -78,9 +80,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
   private readonly podCreations: Expectations;
   private readonly status: RunnerStatusWriter;
   private readonly cleanup: RunnerCleanup;
-  private readonly registration: RunnerFinalization;
+  private readonly finalization: RunnerFinalization;
   private readonly secrets: JitSecrets;
   private readonly pods: RunnerPods;
+  private readonly startWatchdog: RunnerStartWatchdog;
+  private readonly evictionProtection: EvictionProtection;
 
   constructor(deps: EphemeralRunnerReconcilerDeps, options: EphemeralRunnerReconcilerOptions) {
     const now = deps.now ?? Date.now;
@@ -96,10 +100,21 @@ export class EphemeralRunnerReconciler implements Reconciler {
     };
     this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
-    this.cleanup = new RunnerCleanup(this.ctx);
-    this.registration = new RunnerFinalization(this.ctx, this.status, this.cleanup);
+    this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
+    this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
     this.secrets = new JitSecrets(this.ctx, this.status);
-    this.pods = new RunnerPods(this.ctx, this.status, this.registration, this.cleanup, this.podCreations);
+    this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
+    this.startWatchdog = new RunnerStartWatchdog(
+      this.ctx,
+      this.status,
+      this.finalization,
+      options.startTimeoutMs ?? DEFAULT_RUNNER_START_TIMEOUT_MS,
+    );
+    this.evictionProtection = new EvictionProtection(
+      this.ctx,
+      this.status,
+      options.evictionProtection ?? true,
+    );
   }
 
   /** Dispatch: a runner being deleted is cleaned up, a finished one tidied, any other driven forward. */
@@ -119,7 +134,8 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.status.forget(key);
       this.ctx.slowRetries.reset(key);
       this.ctx.jitSecrets.forget(key);
-      this.registration.forget(key);
+      this.finalization.forget(key);
+      this.evictionProtection.forget(key);
       this.podCreations.forget(key);
       return done;
     }
@@ -157,7 +173,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     };
     return finalizer(FINALIZERS, runner, write, {
       apply: (live) => this.drive(live, signal, log),
-      cleanup: (deleting) => this.registration.cleanUp(deleting, signal, log),
+      cleanup: (deleting) => this.finalization.cleanUp(deleting, signal, log),
     });
   }
 
@@ -206,7 +222,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     // patch it already makes.
     if (!runnerSelfDeregistered(runner)) {
       try {
-        runner = await this.registration.release(runner, signal, log);
+        runner = await this.finalization.release(runner, signal, log);
       } catch (err) {
         if (!isConflict(err)) throw err;
         log.debug(
@@ -215,7 +231,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return { requeue: true };
       }
     }
-    this.registration.requeueLostRemoval(runner, log);
+    this.finalization.requeueLostRemoval(runner, log);
     await this.cleanup.resources(runner, log);
     log.info('Runner has finished; waiting for its EphemeralRunnerSet to delete it', {
       phase: runner.status?.phase,
@@ -306,6 +322,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
     // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
     this.ctx.slowRetries.reset(key);
-    return this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log);
+    const evicted = await this.evictionProtection.guard(runner, pod, log);
+    if (evicted) return evicted;
+    return this.startWatchdog.guard(runner, pod, signal, log, () =>
+      this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log),
+    );
   }
 }

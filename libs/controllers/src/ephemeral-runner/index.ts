@@ -16,13 +16,13 @@ export * from './unregistration-queue';
 export {
   EPHEMERAL_RUNNER_MODULE_OPTIONS,
   EphemeralRunnerModule,
-  EphemeralRunnerRegistration,
+  EphemeralRunnerController,
   type EphemeralRunnerModuleOptions,
 } from './ephemeral-runner.module';
 export {
   UNREGISTRATION_MODULE_OPTIONS,
   UnregistrationModule,
-  UnregistrationRegistration,
+  UnregistrationWorkers,
   type UnregistrationModuleOptions,
 } from './unregistration.module';
 export {
@@ -33,3 +33,17 @@ export {
   type ScaleSetLedgerEntry,
   type ScaleSetLedgerOptions,
 } from './scale-set-ledger';
+export {
+  BUSY_RUNNER_LABEL,
+  BUSY_RUNNERS_PDB_NAME,
+  DO_NOT_DISRUPT_ANNOTATION,
+  PodDisruptionBudgetKind,
+  REASON_RUNNER_POD_EVICTED,
+  SAFE_TO_EVICT_ANNOTATION,
+} from './eviction-protection';
+export {
+  DEFAULT_RUNNER_START_TIMEOUT_MS,
+  PERMANENT_WAITING_REASONS,
+  REASON_RUNNER_START_FAILED,
+  REASON_START_TIMEOUT,
+} from './start-watchdog';

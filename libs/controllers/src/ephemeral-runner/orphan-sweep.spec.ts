@@ -15,23 +15,33 @@ describe('OrphanRegistrationSweep pacing', () => {
   const GRACE_MS = 120_000;
   const INTERVAL_MS = 600_000;
 
-  function sweep(registrations: RunnerReference[], runners: string[]): OrphanRegistrationSweep {
+  function sweep(
+    registrations: RunnerReference[],
+    runners: string[],
+    faults: { listRunners?: Error; ledger?: Error } = {},
+  ): OrphanRegistrationSweep {
     const client = {
-      listRunners: async () => registrations,
+      listRunners: async () => {
+        if (faults.listRunners) throw faults.listRunners;
+        return registrations;
+      },
       getRunner: async (id: number) => registrations.find((r) => r.id === id),
     } as unknown as ActionsServiceClient;
     const reader = {
       list: async () => runners.map((name) => ({ metadata: { name } }) as EphemeralRunner),
     } as unknown as Reader;
     const ledger = {
-      entries: async () => [
-        {
-          namespace: 'ns',
-          githubConfigUrl: 'https://github.com/octo',
-          githubConfigSecret: 'gh',
-          runnerScaleSetId: 1,
-        },
-      ],
+      entries: async () => {
+        if (faults.ledger) throw faults.ledger;
+        return [
+          {
+            namespace: 'ns',
+            githubConfigUrl: 'https://github.com/octo',
+            githubConfigSecret: 'gh',
+            runnerScaleSetId: 1,
+          },
+        ];
+      },
     } as unknown as ScaleSetLedger;
     return new OrphanRegistrationSweep({
       reader,
@@ -65,5 +75,25 @@ describe('OrphanRegistrationSweep pacing', () => {
       expect(delay).toBeGreaterThanOrEqual(INTERVAL_MS * 0.8);
       expect(delay).toBeLessThanOrEqual(INTERVAL_MS * 1.2);
     }
+  });
+
+  function expectRecheckAfterGrace(s: OrphanRegistrationSweep): void {
+    for (let i = 0; i < 20; i++) {
+      const delay = s.nextPassDelayMs();
+      expect(delay).toBeGreaterThanOrEqual(GRACE_MS * 0.8);
+      expect(delay).toBeLessThanOrEqual(GRACE_MS * 1.2);
+    }
+  }
+
+  it('looks again after the grace, not a whole interval later, when it could not list a scale set', async () => {
+    const s = sweep([orphan], [], { listRunners: new Error('503 Service Unavailable') });
+    expect(await s.sweepOnce()).toBe(0);
+    expectRecheckAfterGrace(s);
+  });
+
+  it('looks again after the grace, not a whole interval later, when a pass failed', async () => {
+    const s = sweep([orphan], [], { ledger: new Error('etcd: storage is (re)initializing') });
+    await expect(s.sweepOnce()).rejects.toThrow(/storage is \(re\)initializing/);
+    expectRecheckAfterGrace(s);
   });
 });

@@ -1,11 +1,7 @@
 import type { Registry } from 'prom-client';
 import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind, isDone } from '@aro/api';
 import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
-import {
-  type ActionsServiceClient,
-  type RunnerReference,
-  isNotFound as isActionsNotFound,
-} from '@aro/actions';
+import { type ActionsServiceClient, type RunnerReference, isActionsNotFound } from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
 import { type ScaleSetLedger, type ScaleSetLedgerEntry, holderOf } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
@@ -80,6 +76,8 @@ export class OrphanRegistrationSweep implements Runnable {
   private readonly found;
   /** Whether the last pass stopped at the cap, with more removals due. */
   private lastPassHitCap = false;
+  /** Whether the last pass failed, or could not list some scale set: it proved nothing about them. */
+  private lastPassIncomplete = false;
 
   constructor(private readonly opts: OrphanRegistrationSweepOptions) {
     this.intervalMs = opts.intervalMs ?? 10 * 60_000;
@@ -108,13 +106,19 @@ export class OrphanRegistrationSweep implements Runnable {
     // interval later, so that a crash's leftovers go within minutes of the restart; so is the rest
     // of a pass that hit the cap. With no grace there is nothing to wait out, and a busy loop must
     // never hammer the service.
-    const recheck = (this.firstSeenOrphaned.size > 0 && this.graceMs > 0) || this.lastPassHitCap;
+    // A pass that failed or could not list a scale set (the service or the apiserver briefly unable to
+    // answer, as at a leader's start on a loaded node) is tried again as soon, rather than leaving what
+    // it could not see for a whole interval.
+    const recheck =
+      (this.firstSeenOrphaned.size > 0 && this.graceMs > 0) || this.lastPassHitCap || this.lastPassIncomplete;
     const base = recheck ? Math.min(this.intervalMs, Math.max(this.graceMs, 1_000)) : this.intervalMs;
     return Math.max(1_000, base * (1 - JITTER + 2 * JITTER * Math.random()));
   }
 
   /** One pass over every scale set this controller owns; returns how many registrations were queued for removal. */
   async sweepOnce(signal?: AbortSignal): Promise<number> {
+    // Incomplete until the pass has looked at every scale set: a throw leaves it so.
+    this.lastPassIncomplete = true;
     const queued = await this.pass(signal);
     this.lastPassHitCap = queued >= this.maxRemovals;
     return queued;
@@ -132,11 +136,12 @@ export class OrphanRegistrationSweep implements Runnable {
       const listing = await this.listRegistrations(scaleSet, signal);
       if (listing) listed.push([scaleSet, ...listing]);
     }
+    let runnerNames = listed.length === 0 ? new Set<string>() : await this.watchedRunnerNames();
+    this.lastPassIncomplete = listed.length < scaleSets.length;
     if (listed.length === 0) {
       this.firstSeenOrphaned.clear();
       return 0;
     }
-    let runnerNames = await this.watchedRunnerNames();
 
     const now = Date.now();
     const stillOrphaned = new Set<string>();

@@ -34,6 +34,13 @@ export interface EphemeralRunnerReconcilerOptions {
   /** Pod failures after which the EphemeralRunner is deleted so its set recreates it. */
   maxFailures?: number;
   failureBackoffBaseMs?: number;
+  /**
+   * How long a runner pod may take to reach Running before the runner is marked Failed with the
+   * kubelet's reason (start-watchdog.ts); 10 minutes by default.
+   */
+  startTimeoutMs?: number;
+  /** Busy runners' pods refuse voluntary eviction (eviction-protection.ts); on by default. */
+  evictionProtection?: boolean;
   /** Put in the runner's User-Agent. */
   userAgent: string;
 }

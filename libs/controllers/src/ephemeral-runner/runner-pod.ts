@@ -44,7 +44,7 @@ export class RunnerPods {
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
-    private readonly registration: RunnerFinalization,
+    private readonly finalization: RunnerFinalization,
     private readonly cleanup: RunnerCleanup,
     private readonly podCreations: Expectations,
   ) {}
@@ -258,7 +258,7 @@ export class RunnerPods {
       log,
     );
     // A failed runner stays until its set deletes it, which can take long: release the registration now.
-    await this.registration.release(updated, signal, log);
+    await this.finalization.release(updated, signal, log);
   }
 
   private async markAsOutdated(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<void> {
@@ -275,7 +275,7 @@ export class RunnerPods {
       log,
     );
     // Queued rather than removed here, as for a failed runner: the phase has no reason to wait on the service.
-    await this.registration.release(updated, signal, log);
+    await this.finalization.release(updated, signal, log);
   }
 
   /**

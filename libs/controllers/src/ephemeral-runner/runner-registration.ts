@@ -1,7 +1,7 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { EPHEMERAL_RUNNER_CONTAINER_NAME, EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
 import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/actions';
-import { isNotFound as isActionsNotFound, isRunnerExists } from '@aro/actions';
+import { isActionsNotFound, isRunnerExists } from '@aro/actions';
 import { PodKind, Reader, SecretKind, TerminalError, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isUnusableConfig } from './config-failure';

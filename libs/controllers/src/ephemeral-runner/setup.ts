@@ -16,6 +16,10 @@ export interface EphemeralRunnerControllerConfig {
   terminatedPodGracePeriodSeconds?: number;
   maxFailures?: number;
   failureBackoffBaseMs?: number;
+  /** RUNNER_START_TIMEOUT: a runner pod not Running by then fails its runner. */
+  startTimeoutMs?: number;
+  /** BUSY_RUNNER_EVICTION_PROTECTION: busy runners' pods refuse voluntary eviction. */
+  evictionProtection?: boolean;
   events?: EventsMode;
 }
 
@@ -66,6 +70,8 @@ export function setupEphemeralRunnerController(
       terminatedPodGracePeriodSeconds: config.terminatedPodGracePeriodSeconds,
       maxFailures: config.maxFailures,
       failureBackoffBaseMs: config.failureBackoffBaseMs,
+      startTimeoutMs: config.startTimeoutMs,
+      evictionProtection: config.evictionProtection,
     },
   );
 

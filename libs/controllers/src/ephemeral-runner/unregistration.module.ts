@@ -44,7 +44,7 @@ export const {
  * replica leads until it stops leading.
  */
 @Injectable()
-export class UnregistrationRegistration implements OnModuleInit {
+export class UnregistrationWorkers implements OnModuleInit {
   /** The sweep's schedule; exposed so tests and health checks can see whether a pass is scheduled. */
   readonly sweepSchedule: LeaderSchedule;
 
@@ -153,8 +153,8 @@ export class UnregistrationRegistration implements OnModuleInit {
           registry,
         }),
     },
-    UnregistrationRegistration,
+    UnregistrationWorkers,
   ],
-  exports: [UnregistrationQueue, OrphanRegistrationSweep, ScaleSetLedger, UnregistrationRegistration],
+  exports: [UnregistrationQueue, OrphanRegistrationSweep, ScaleSetLedger, UnregistrationWorkers],
 })
 export class UnregistrationModule extends UnregistrationConfigurableModule {}

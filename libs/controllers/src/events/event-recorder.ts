@@ -1,5 +1,5 @@
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { EventKind, KubeClient, KubeObject, isNotFound } from '@aro/kube';
+import { EventKind, KubeApi, KubeObject, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 
 export type EventType = 'Normal' | 'Warning';
@@ -50,7 +50,7 @@ export class EventRecorder {
   private readonly now: () => number;
 
   constructor(
-    private readonly client: KubeClient,
+    private readonly client: KubeApi,
     private readonly component: string,
     private readonly logger: Logger,
     /** `failures` records only Warning events: what a user must act on. */
@@ -129,6 +129,11 @@ export class EventRecorder {
           err: err instanceof Error ? err.message : String(err),
         });
       });
+  }
+
+  /** Resolves once every write recorded so far has been made (or has failed and been logged). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.series.values()].map((s) => s.writes));
   }
 
   /** Creates the series' Event, or brings the existing one up to the series' count. */

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
-import { KubeClient, Manager, type ProviderLookup, type Reader } from '@aro/kube';
-import { LOGGER, type Logger } from '@aro/observability';
+import { KubeClient, Manager, type KubeApi, type ProviderLookup, type Reader } from '@aro/kube';
+import { LOGGER, type Logger, metricsRegistry } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
 
@@ -50,7 +50,8 @@ export function eventRecorderFor(
 
 /** What the three scale-set reconcilers depend on; each adds its own metrics. */
 export interface ScaleSetReconcilerDeps {
-  client: KubeClient;
+  /** The API port (a fake in unit specs), not the HTTP client: the reconcilers only read and write. */
+  client: KubeApi;
   cache: Reader;
   resolver: SecretResolver;
   events?: EventRecorder;
@@ -58,11 +59,23 @@ export interface ScaleSetReconcilerDeps {
   now?: () => number;
 }
 
+/** The deps, and the reconciler's own metrics on the app's registry (or the default one). */
+export function scaleSetReconcilerDeps<Metrics>(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+  metrics: new (registry: Registry) => Metrics,
+): ScaleSetReconcilerDeps & { metrics: Metrics };
 export function scaleSetReconcilerDeps(
   parts: ControllerParts,
   events: EventsMode | undefined,
-): ScaleSetReconcilerDeps {
+): ScaleSetReconcilerDeps;
+export function scaleSetReconcilerDeps<Metrics>(
+  parts: ControllerParts,
+  events: EventsMode | undefined,
+  metrics?: new (registry: Registry) => Metrics,
+): ScaleSetReconcilerDeps & { metrics?: Metrics } {
   return {
+    ...(metrics ? { metrics: new metrics(parts.registry ?? metricsRegistry()) } : {}),
     client: parts.client,
     cache: parts.cache,
     resolver: parts.resolver,

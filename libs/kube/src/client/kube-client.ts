@@ -1,7 +1,8 @@
 import { apiVersionOf, type ResourceKind } from '@aro/api';
 import type { V1Status } from '@kubernetes/client-node';
 import type { KubeConfigSource } from './kubeconfig';
-import { silentLogger, type Logger } from '@aro/observability';
+import { metricsRegistry, silentLogger, type Logger } from '@aro/observability';
+import type { Registry } from 'prom-client';
 import { KubeApiError, type RequestContext } from './errors';
 import { queryString, resourcePath } from './paths';
 import { HttpTransport, type HttpResponse, type RequestSpec } from './transport';
@@ -14,6 +15,8 @@ export interface KubeClientOptions {
   /** Recorded in managedFields for every create, replace and patch. */
   fieldManager?: string;
   logger?: Logger;
+  /** Where rest_client_requests_total is counted; the process's /metrics registry by default. */
+  registry?: Registry;
 }
 
 const MERGE_PATCH = 'application/merge-patch+json';
@@ -43,6 +46,7 @@ export class KubeClient implements Reader {
     this.transport = new HttpTransport(kubeConfig, {
       requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
       userAgent: opts.userAgent ?? 'aro',
+      registry: opts.registry ?? metricsRegistry(),
     });
     this.fieldManager = opts.fieldManager ?? 'aro';
     this.log = (opts.logger ?? silentLogger).child({ component: 'kube-client' });

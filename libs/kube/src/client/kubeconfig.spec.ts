@@ -1,12 +1,19 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type * as https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { LeanKubeConfig, jsonKubeConfigFile, loadKubeConfigSource } from './kubeconfig';
 
+// Every folder this file makes, removed after it: a test leaves the machine as it found it.
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
 function writeConfig(config: object | string): string {
   const dir = mkdtempSync(join(tmpdir(), 'aro-kubeconfig-'));
+  made.push(dir);
   const path = join(dir, 'kubeconfig');
   writeFileSync(path, typeof config === 'string' ? config : JSON.stringify(config));
   return path;

@@ -1,12 +1,16 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
+import type { Registry } from 'prom-client';
 import type { KubeConfigSource } from './kubeconfig';
 import { KubeTransportError, type RequestContext } from './errors';
 import { checkKubeConfig } from './kubeconfig-check';
+import { type RequestResultRecorder, restClientRequests } from './metrics';
 
 export interface TransportOptions {
   requestTimeoutMs: number;
   userAgent: string;
+  /** Where rest_client_requests_total is counted. */
+  registry: Registry;
 }
 
 export interface HttpResponse {
@@ -35,6 +39,7 @@ export class HttpTransport {
   private readonly server: URL;
   private readonly agent: http.Agent;
   private readonly viaProxy: boolean;
+  private readonly recordResult: RequestResultRecorder;
 
   constructor(
     private readonly kubeConfig: KubeConfigSource,
@@ -45,6 +50,7 @@ export class HttpTransport {
     const cluster = kubeConfig.getCurrentCluster()!;
     this.server = new URL(cluster.server);
     this.viaProxy = Boolean(cluster.proxyUrl);
+    this.recordResult = restClientRequests(opts.registry, this.server);
     this.agent =
       this.server.protocol === 'https:'
         ? new https.Agent({ keepAlive: true })
@@ -85,8 +91,20 @@ export class HttpTransport {
     };
   }
 
+  /** Sends one request, counting it once: by its status when the head arrives, else as an error. */
   private send(opts: https.RequestOptions): http.ClientRequest {
-    return this.server.protocol === 'https:' ? https.request(opts) : http.request(opts);
+    const req = this.server.protocol === 'https:' ? https.request(opts) : http.request(opts);
+    const method = opts.method ?? 'GET';
+    let counted = false;
+    req.once('response', (res) => {
+      counted = true;
+      this.recordResult(res.statusCode, method);
+    });
+    req.once('error', () => {
+      if (!counted) this.recordResult(undefined, method);
+      counted = true;
+    });
+    return req;
   }
 
   /** One request, bounded as a whole by the request timeout; any HTTP status resolves. */

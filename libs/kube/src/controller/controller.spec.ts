@@ -7,6 +7,7 @@ import { FakeClock, flushMicrotasks } from '../testing';
 import { Controller, type ControllerOptions, type EventSource } from './controller';
 import { enqueueControllingOwner, enqueueObject } from './handlers';
 import { resourceVersionChangedPredicate } from './predicates';
+import { TerminalError } from './terminal-error';
 import {
   type ReconcileContext,
   type Reconciler,
@@ -125,7 +126,7 @@ describe('Controller', () => {
     expect(r.calls.map((c) => c.req)).toEqual([{ namespace: 'ns', name: 'a' }]);
 
     r.calls[0].ctx.log.info('inside');
-    const line = h.logs.find((l) => l.msg === 'inside')!;
+    const line = h.logs.find((l) => l.message === 'inside')!;
     expect(line).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'a' });
     expect(line.reconcileID).toEqual(expect.any(String));
 
@@ -146,7 +147,9 @@ describe('Controller', () => {
     h.source.emit({ type: 'modified', object: obj('a', '2'), oldObject: obj('a', '1') });
     await flushMicrotasks();
     r.calls[1].ctx.log.info('second');
-    const ids = h.logs.filter((l) => l.msg === 'first' || l.msg === 'second').map((l) => l.reconcileID);
+    const ids = h.logs
+      .filter((l) => l.message === 'first' || l.message === 'second')
+      .map((l) => l.reconcileID);
     expect(new Set(ids).size).toBe(2);
     r.calls[1].finish(done);
     h.stop.abort();
@@ -239,9 +242,9 @@ describe('Controller', () => {
     await h.clock.advance(1);
     expect(r.calls).toHaveLength(3);
 
-    const errorLine = h.logs.find((l) => l.level === 'error')!;
+    const errorLine = h.logs.find((l) => l.severity === 'error')!;
     expect(errorLine).toMatchObject({ controller: 'widgets', namespace: 'ns', name: 'flaky' });
-    expect(JSON.stringify(errorLine.err)).toContain('apiserver said no');
+    expect(errorLine.error).toContain('apiserver said no');
     expect(
       await counter(h.registry, 'controller_runtime_reconcile_errors_total', { controller: 'widgets' }),
     ).toBe(2);
@@ -410,6 +413,39 @@ describe('Controller', () => {
     await h.running;
   });
 
+  it('counts panics, terminal errors and timeouts as controller-runtime does, from zero', async () => {
+    const r = new ScriptedReconciler();
+    const h = harness(r, { reconcileTimeoutMs: 1000 });
+    const of = (name: string) => counter(h.registry, name, { controller: 'widgets' });
+    for (const name of [
+      'controller_runtime_reconcile_panics_total',
+      'controller_runtime_terminal_reconcile_errors_total',
+      'controller_runtime_reconcile_timeouts_total',
+    ]) {
+      expect(await of(name)).toBe(0);
+    }
+    h.source.emit({ type: 'added', object: obj('buggy') });
+    h.source.emit({ type: 'added', object: obj('refused') });
+    h.source.emit({ type: 'added', object: obj('slow') });
+    await flushMicrotasks();
+    // A property read of undefined: what a nil dereference is in Go.
+    r.calls[0].finish(new TypeError("Cannot read properties of undefined (reading 'spec')"));
+    await flushMicrotasks();
+    r.calls[1].finish(new TerminalError('the spec can never work'));
+    await flushMicrotasks();
+    await h.clock.advance(1000);
+    r.calls[2].finish(new Error('aborted by the signal'));
+    await flushMicrotasks();
+    expect(await of('controller_runtime_reconcile_panics_total')).toBe(1);
+    expect(await of('controller_runtime_terminal_reconcile_errors_total')).toBe(1);
+    expect(await of('controller_runtime_reconcile_timeouts_total')).toBe(1);
+    expect(await of('controller_runtime_reconcile_errors_total')).toBe(3);
+    h.stop.abort();
+    h.cancel.abort();
+    for (const call of r.calls.slice(3)) call.finish(done);
+    await h.running;
+  });
+
   it('reports unhealthy while a reconcile is stuck past the threshold', async () => {
     const r = new ScriptedReconciler();
     const h = harness(r, { stuckReconcileThresholdMs: 60_000 });
@@ -443,7 +479,7 @@ describe('Controller', () => {
     source.emit({ type: 'added', object: obj('bad') });
     source.emit({ type: 'added', object: obj('good') });
     expect(h.controller.queue.len()).toBe(1);
-    expect(h.logs.find((l) => l.level === 'error')).toMatchObject({ object: 'ns/bad' });
+    expect(h.logs.find((l) => l.severity === 'error')).toMatchObject({ object: 'ns/bad' });
   });
 
   it('enqueues the controlling owner for an owned object', async () => {

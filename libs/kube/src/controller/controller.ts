@@ -1,11 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  getOrCreateCounter,
-  getOrCreateGauge,
-  getOrCreateHistogram,
-  metricsRegistry,
-  type Logger,
-} from '@aro/observability';
+import { metricsRegistry, type Logger } from '@aro/observability';
 import type { Registry } from 'prom-client';
 import type { InformerEvent } from '../cache';
 import type { KubeObject } from '../client';
@@ -13,6 +7,7 @@ import type { HealthStatus, Runnable } from '../manager/runnable';
 import { type Clock, systemClock } from '../queue/clock';
 import type { RateLimiter } from '../queue/rate-limiter';
 import { RateLimitingQueue } from '../queue/rate-limiting-queue';
+import { type ReconcileOutcome, controllerMetrics, isPanic } from './metrics';
 import type { Predicate } from './predicates';
 import { isTerminalError } from './terminal-error';
 import { type Reconciler, type Request, type Result, requestFromKey, requestKey } from './types';
@@ -56,13 +51,6 @@ interface InFlight {
   key: string;
   startedAt: number;
 }
-
-const reconcileTimeBuckets = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
-  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
-];
-const results = ['success', 'error', 'requeue', 'requeue_after'] as const;
-type ReconcileOutcome = (typeof results)[number];
 
 /**
  * Feeds watch events through predicates into a rate-limited work queue and runs a reconciler on the
@@ -208,13 +196,14 @@ export class Controller implements Runnable {
     const onCancel = (): void => abort.abort(cancel?.reason);
     if (cancel?.aborted) onCancel();
     else cancel?.addEventListener('abort', onCancel, { once: true });
+    let timedOut = false;
     const timeout =
       this.reconcileTimeoutMs === undefined
         ? undefined
-        : this.clock.setTimeout(
-            () => abort.abort(new Error(`reconcile timed out after ${this.reconcileTimeoutMs} ms`)),
-            this.reconcileTimeoutMs,
-          );
+        : this.clock.setTimeout(() => {
+            timedOut = true;
+            abort.abort(new Error(`reconcile timed out after ${this.reconcileTimeoutMs} ms`));
+          }, this.reconcileTimeoutMs);
 
     const startedAt = this.clock.now();
     this.inFlight.set(reconcileID, { key, startedAt });
@@ -234,11 +223,17 @@ export class Controller implements Runnable {
       this.metrics.time.observe({ controller: this.name }, Math.max(0, this.clock.now() - startedAt) / 1000);
     }
 
+    if (failure !== undefined) {
+      // As controller-runtime: a timeout is counted only when the controller's own deadline fired.
+      if (timedOut) this.metrics.timeouts.inc({ controller: this.name });
+      if (isPanic(failure.error)) this.metrics.panics.inc({ controller: this.name });
+    }
     let outcome: ReconcileOutcome;
     if (failure !== undefined && isTerminalError(failure.error)) {
       // Retrying cannot help: the key's next event brings it back, not the backoff.
       outcome = 'error';
       this.metrics.errors.inc({ controller: this.name });
+      this.metrics.terminalErrors.inc({ controller: this.name });
       this.queue.forget(key);
       log.error('Reconciler error is terminal; not retrying until the object changes', failure.error);
     } else if (failure !== undefined) {
@@ -273,38 +268,4 @@ function admits(predicate: Predicate<KubeObject>, event: InformerEvent<KubeObjec
     case 'deleted':
       return predicate.delete?.(event.object) ?? true;
   }
-}
-
-function controllerMetrics(registry: Registry, controller: string) {
-  const total = getOrCreateCounter(registry, {
-    name: 'controller_runtime_reconcile_total',
-    help: 'Total number of reconciliations per controller',
-    labelNames: ['controller', 'result'] as const,
-  });
-  const errors = getOrCreateCounter(registry, {
-    name: 'controller_runtime_reconcile_errors_total',
-    help: 'Total number of reconciliation errors per controller',
-    labelNames: ['controller'] as const,
-  });
-  const time = getOrCreateHistogram(registry, {
-    name: 'controller_runtime_reconcile_time_seconds',
-    help: 'Length of time per reconciliation per controller',
-    labelNames: ['controller'] as const,
-    buckets: reconcileTimeBuckets,
-  });
-  const activeWorkers = getOrCreateGauge(registry, {
-    name: 'controller_runtime_active_workers',
-    help: 'Number of currently used workers per controller',
-    labelNames: ['controller'] as const,
-  });
-  const maxConcurrent = getOrCreateGauge(registry, {
-    name: 'controller_runtime_max_concurrent_reconciles',
-    help: 'Maximum number of concurrent reconciles per controller',
-    labelNames: ['controller'] as const,
-  });
-  // Series exist from the start, so a rate() over them does not begin with a gap.
-  for (const result of results) total.inc({ controller, result }, 0);
-  errors.inc({ controller }, 0);
-  activeWorkers.set({ controller }, 0);
-  return { total, errors, time, activeWorkers, maxConcurrent };
 }

@@ -67,6 +67,31 @@ describe('LeaderElector', () => {
     await expect(a.outcome).resolves.toBe('cancelled');
   });
 
+  it('counts leader_election_slowpath_total only for a renewal that finds the lease changed under it', async () => {
+    const clock = new FakeClock();
+    const leases = new InMemoryLeases();
+    const registry = new Registry();
+    const a = candidate(leases, 'a', clock, registry);
+    const slowpath = async () =>
+      (await registry.getSingleMetric('leader_election_slowpath_total')!.get()).values.find(
+        (v) => v.labels.name === 'lock',
+      )?.value ?? 0;
+    await clock.advance(0);
+    await clock.advance(10_000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(await slowpath()).toBe(0);
+
+    // Another writer touches the lease (still held by a): client-go's optimistic renewal would fail.
+    leases.put('ns', 'lock', { ...leases.read('ns', 'lock')!.spec });
+    await clock.advance(2_000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(await slowpath()).toBe(1);
+    await clock.advance(6_000);
+    expect(await slowpath()).toBe(1);
+    a.abort.abort();
+    await a.outcome;
+  });
+
   it('lets exactly one of two candidates lead', async () => {
     const clock = new FakeClock();
     const leases = new InMemoryLeases();

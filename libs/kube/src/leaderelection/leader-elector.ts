@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { getOrCreateGauge, metricsRegistry, type Logger } from '@aro/observability';
+import { getOrCreateCounter, getOrCreateGauge, metricsRegistry, type Logger } from '@aro/observability';
 import type { Registry } from 'prom-client';
 import { type Clock, sleep, systemClock } from '../queue/clock';
 import type { Lease, LeaseClient, LeaseSpec } from './lease-client';
@@ -85,6 +85,7 @@ export class LeaderElector {
   private readonly random: () => number;
   private readonly log: Logger;
   private readonly masterStatus;
+  private readonly slowpath;
 
   /** The last record read or written, and when (monotonic) it was first seen in that state. */
   private observed: LeaseSpec | undefined;
@@ -130,6 +131,12 @@ export class LeaderElector {
       labelNames: ['name'] as const,
     });
     this.masterStatus.set({ name: options.leaseName }, 0);
+    // As client-go: a series appears only once the slow path has been taken.
+    this.slowpath = getOrCreateCounter(deps.registry ?? metricsRegistry(), {
+      name: 'leader_election_slowpath_total',
+      help: "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+      labelNames: ['name'] as const,
+    });
   }
 
   /** True while this process holds the lease and has renewed it within renewDeadline. */
@@ -291,6 +298,7 @@ export class LeaderElector {
     }
 
     const record = current.spec ?? {};
+    const lastSeenVersion = this.lastLease?.metadata?.resourceVersion;
     this.observe(current, this.clock.now());
     const heldByOther = !!record.holderIdentity && record.holderIdentity !== this.identity;
     if (heldByOther && !this.observedExpired(record)) return 'heldByOther';
@@ -298,6 +306,12 @@ export class LeaderElector {
     if (record.holderIdentity === this.identity) {
       desired.acquireTime = record.acquireTime ?? desired.acquireTime;
       desired.leaseTransitions = record.leaseTransitions ?? 0;
+      // client-go renews by writing over the lease it last saw, and reads it first (its "slow path")
+      // only when that write fails: when the lease changed since. ARO always reads first, so it counts
+      // the renewals that found the lease changed since it last saw it, the ones client-go would count.
+      if (current.metadata?.resourceVersion !== lastSeenVersion) {
+        this.slowpath.inc({ name: this.options.leaseName });
+      }
     } else {
       desired.leaseTransitions = (record.leaseTransitions ?? 0) + 1;
     }

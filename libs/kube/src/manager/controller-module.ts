@@ -14,7 +14,7 @@ import { ModuleRef } from '@nestjs/core';
 export type ProviderLookup = <T>(token: Type<T> | string | symbol) => T;
 
 export interface ControllerModuleDefinition<Options extends object, Registered> {
-  /** The controller's kind, as `EphemeralRunnerSet`: names the module, its options and its registration. */
+  /** The controller's kind, as `EphemeralRunnerSet`: names the module, its options and its controller provider. */
   name: string;
   /**
    * Builds the controller (its reconciler and watch list, usually a `setupXController`) and registers
@@ -22,27 +22,30 @@ export interface ControllerModuleDefinition<Options extends object, Registered> 
    * manager has not started, so the controller's informers start with the cache.
    */
   register(options: Options, providers: ProviderLookup): Registered;
-  /** Modules the registration needs beside the global ones (KubeModule, ObservabilityModule, ...). */
+  /** Modules `register` needs beside the global ones (KubeModule, ObservabilityModule, ...). */
   imports?: ModuleMetadata['imports'];
 }
 
 /** What a controller module exports: what `register` returned, once the module has initialised. */
-export interface ControllerRegistration<Registered> {
+export interface ControllerHandle<Registered> {
   readonly reconciler: Registered | undefined;
 }
 
 export interface ControllerModule<Options extends object, Registered> {
   /** The Nest module; the app imports `module.forRoot(options)`. */
   module: ConfigurableModuleCls<Options, 'forRoot'>;
-  /** The provider a test gets from the app to reach the reconciler as registered. */
-  registration: Type<ControllerRegistration<Registered>>;
+  /**
+   * The provider that installs the controller in the manager at module init; a test gets it from the
+   * app to reach the reconciler. (Not "registration": that word is a runner's on GitHub.)
+   */
+  controller: Type<ControllerHandle<Registered>>;
   /** The token of the module's options. */
   optionsToken: string | symbol;
 }
 
 /**
  * Makes the Nest module of a controller, so that adding a controller is a reconciler, a watch list
- * and one call of this: the options (`forRoot`), the registration at module init and the export of
+ * and one call of this: the options (`forRoot`), the call of `register` at module init and the export of
  * the registered reconciler are the same for every controller and written here once.
  */
 export function controllerModule<Options extends object, Registered>(
@@ -55,7 +58,7 @@ export function controllerModule<Options extends object, Registered>(
     .build();
 
   @Injectable()
-  class Registration implements OnModuleInit, ControllerRegistration<Registered> {
+  class ControllerProvider implements OnModuleInit, ControllerHandle<Registered> {
     private registered: Registered | undefined;
 
     constructor(
@@ -74,11 +77,15 @@ export function controllerModule<Options extends object, Registered>(
       );
     }
   }
-  Object.defineProperty(Registration, 'name', { value: `${definition.name}Registration` });
+  Object.defineProperty(ControllerProvider, 'name', { value: `${definition.name}Controller` });
 
-  @Module({ imports: definition.imports ?? [], providers: [Registration], exports: [Registration] })
+  @Module({
+    imports: definition.imports ?? [],
+    providers: [ControllerProvider],
+    exports: [ControllerProvider],
+  })
   class ControllerNestModule extends ConfigurableModuleClass {}
   Object.defineProperty(ControllerNestModule, 'name', { value: `${definition.name}Module` });
 
-  return { module: ControllerNestModule, registration: Registration, optionsToken: MODULE_OPTIONS_TOKEN };
+  return { module: ControllerNestModule, controller: ControllerProvider, optionsToken: MODULE_OPTIONS_TOKEN };
 }

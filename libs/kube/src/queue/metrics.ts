@@ -6,16 +6,25 @@ import {
 } from '@aro/observability';
 import type { Gauge, Registry } from 'prom-client';
 
-// client-go's buckets (10 ns .. 10 s, x10) so dashboards built for Go controllers read ours unchanged.
-const latencyBuckets = Array.from({ length: 10 }, (_, i) => 1e-8 * Math.pow(10, i));
+// controller-runtime's buckets (10 ns .. 1000 s, x10) so dashboards built for Go controllers read ours unchanged.
+const latencyBuckets = Array.from({ length: 12 }, (_, i) => 1e-8 * Math.pow(10, i));
+
+/*
+ * controller-runtime's priority queue labels depth by priority (0 for events, -100 for the initial list
+ * and resyncs). ARO's queue has one priority, so all of its depth is reported as priority 0: a query
+ * summing over priority, or selecting priority="0", reads the same as against upstream.
+ */
+const DEFAULT_PRIORITY = '0';
+
+type QueueLabel = 'name' | 'controller';
 
 /**
  * Queues whose in-progress gauges are computed at scrape time. The gauges are shared by every queue
  * in a registry (one series per `name`), so their collect hook asks each live queue for its own value.
  */
-const inProgressSources = new WeakMap<Gauge<'name'>, Set<() => void>>();
+const inProgressSources = new WeakMap<Gauge<QueueLabel>, Set<() => void>>();
 
-function sourcesOf(gauge: Gauge<'name'>): Set<() => void> {
+function sourcesOf(gauge: Gauge<QueueLabel>): Set<() => void> {
   let sources = inProgressSources.get(gauge);
   if (sources === undefined) {
     sources = new Set();
@@ -24,11 +33,14 @@ function sourcesOf(gauge: Gauge<'name'>): Set<() => void> {
   return sources;
 }
 
-function collectInProgress(this: Gauge<'name'>): void {
+function collectInProgress(this: Gauge<QueueLabel>): void {
   for (const update of inProgressSources.get(this) ?? []) update();
 }
 
-/** The client-go workqueue metrics for one queue, labelled `name`. */
+/**
+ * The workqueue metrics controller-runtime serves for one controller's queue: labelled `name` and
+ * `controller` (both the controller's name), and `priority` on depth.
+ */
 export class QueueMetrics {
   private readonly depth;
   private readonly adds;
@@ -38,6 +50,7 @@ export class QueueMetrics {
   private readonly unfinishedWork;
   private readonly longestRunning;
   private readonly labels;
+  private readonly depthLabels;
   private readonly reportInProgress: () => void;
 
   constructor(
@@ -45,46 +58,50 @@ export class QueueMetrics {
     registry: Registry = metricsRegistry(),
     inProgress: () => { unfinishedSeconds: number; longestSeconds: number },
   ) {
-    this.labels = { name };
+    this.labels = { name, controller: name };
+    this.depthLabels = { ...this.labels, priority: DEFAULT_PRIORITY };
     this.depth = getOrCreateGauge(registry, {
       name: 'workqueue_depth',
-      help: 'Current depth of workqueue',
-      labelNames: ['name'] as const,
+      help: 'Current depth of workqueue by workqueue and priority',
+      labelNames: ['name', 'controller', 'priority'] as const,
     });
     this.adds = getOrCreateCounter(registry, {
       name: 'workqueue_adds_total',
       help: 'Total number of adds handled by workqueue',
-      labelNames: ['name'] as const,
+      labelNames: ['name', 'controller'] as const,
     });
     this.queueDuration = getOrCreateHistogram(registry, {
       name: 'workqueue_queue_duration_seconds',
       help: 'How long in seconds an item stays in workqueue before being requested',
-      labelNames: ['name'] as const,
+      labelNames: ['name', 'controller'] as const,
       buckets: latencyBuckets,
     });
     this.workDuration = getOrCreateHistogram(registry, {
       name: 'workqueue_work_duration_seconds',
-      help: 'How long in seconds processing an item from workqueue takes',
-      labelNames: ['name'] as const,
+      help: 'How long in seconds processing an item from workqueue takes.',
+      labelNames: ['name', 'controller'] as const,
       buckets: latencyBuckets,
     });
     this.retries = getOrCreateCounter(registry, {
       name: 'workqueue_retries_total',
-      help: 'Total number of retries handled by workqueue',
-      labelNames: ['name'] as const,
+      help:
+        'Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, ' +
+        'explicit RequeueAfter or AddAfter calls)',
+      labelNames: ['name', 'controller'] as const,
     });
     this.unfinishedWork = getOrCreateGauge(registry, {
       name: 'workqueue_unfinished_work_seconds',
       help:
         'How many seconds of work has been done that is in progress and has not been observed by ' +
-        'work_duration. Large values indicate stuck threads.',
-      labelNames: ['name'] as const,
+        'work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads ' +
+        'by observing the rate at which this increases.',
+      labelNames: ['name', 'controller'] as const,
       collect: collectInProgress,
     });
     this.longestRunning = getOrCreateGauge(registry, {
       name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running',
-      labelNames: ['name'] as const,
+      help: 'How many seconds has the longest running processor for workqueue been running.',
+      labelNames: ['name', 'controller'] as const,
       collect: collectInProgress,
     });
     this.reportInProgress = () => {
@@ -94,18 +111,18 @@ export class QueueMetrics {
     };
     sourcesOf(this.unfinishedWork).add(this.reportInProgress);
     sourcesOf(this.longestRunning).add(this.reportInProgress);
-    this.depth.set(this.labels, 0);
+    this.depth.set(this.depthLabels, 0);
     this.adds.inc(this.labels, 0);
     this.retries.inc(this.labels, 0);
   }
 
   added(depth: number): void {
     this.adds.inc(this.labels);
-    this.depth.set(this.labels, depth);
+    this.depth.set(this.depthLabels, depth);
   }
 
   taken(depth: number, queuedSeconds: number): void {
-    this.depth.set(this.labels, depth);
+    this.depth.set(this.depthLabels, depth);
     this.queueDuration.observe(this.labels, queuedSeconds);
   }
 
@@ -118,7 +135,7 @@ export class QueueMetrics {
   }
 
   depthChanged(depth: number): void {
-    this.depth.set(this.labels, depth);
+    this.depth.set(this.depthLabels, depth);
   }
 
   /** Stops scrape-time reporting; the last values stay at zero rather than frozen mid-work. */

@@ -327,7 +327,7 @@ describe('RateLimitingQueue', () => {
   });
 
   describe('metrics', () => {
-    it('reports depth, adds, retries and durations under the queue name', async () => {
+    it('reports depth, adds, retries and durations under the labels controller-runtime uses', async () => {
       const { queue, clock, registry } = newQueue();
       queue.add('a');
       queue.add('a');
@@ -346,11 +346,16 @@ describe('RateLimitingQueue', () => {
 
       queue.addRateLimited('a');
       queue.addAfter('c', 10);
+      queue.addAfter('d', 0);
       expect(await metricValue(registry, 'workqueue_retries_total')).toBe(2);
 
       const text = await registry.metrics();
-      expect(text).toMatch(/workqueue_queue_duration_seconds_sum\{name="test"\} 0\.25\b/);
-      expect(text).toMatch(/workqueue_work_duration_seconds_sum\{name="test"\} 1\.5\b/);
+      expect(text).toMatch(/workqueue_queue_duration_seconds_sum\{name="test",controller="test"\} 0\.25\b/);
+      expect(text).toMatch(/workqueue_work_duration_seconds_sum\{name="test",controller="test"\} 1\.5\b/);
+      expect(text).toMatch(/workqueue_depth\{name="test",controller="test",priority="0"\} 2\b/);
+      expect(text).toContain(
+        'workqueue_queue_duration_seconds_bucket{le="1000",name="test",controller="test"}',
+      );
     });
 
     it('keeps two queues apart in one registry', async () => {

@@ -81,11 +81,12 @@ export class RateLimitingQueue {
    */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
-    this.metrics.retried();
+    // client-go counts a retry only for an add that waits: an immediate add is not a requeue.
     if (delayMs <= 0) {
       this.add(key);
       return;
     }
+    this.metrics.retried();
     const readyAt = this.clock.now() + delayMs;
     const current = this.waitingReadyAt.get(key);
     if (current !== undefined && current <= readyAt) return;

@@ -66,6 +66,7 @@ export class FakeKubeClient implements KubeApi {
   private readonly objects = new Map<string, Map<string, Stored>>();
   private version = 0;
   private uids = 0;
+  private generated = 0;
   private readonly faults: FakeKubeFault[] = [];
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -105,6 +106,13 @@ export class FakeKubeClient implements KubeApi {
   }
 
   async create<T extends KubeObject>(kind: ResourceKind, obj: T): Promise<T> {
+    if (!obj.metadata?.name && obj.metadata?.generateName) {
+      // As the apiserver does: the prefix and a suffix unique in this store.
+      obj = {
+        ...obj,
+        metadata: { ...obj.metadata, name: `${obj.metadata.generateName}${++this.generated}` },
+      };
+    }
     const call = this.enter({
       verb: 'create',
       kind,

@@ -1,0 +1,170 @@
+import {
+  Annotations,
+  EPHEMERAL_RUNNER_SET_FINALIZER,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerPhase,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+  integrityHash,
+} from '@aro/api';
+import type { ActionsServiceClient } from '@aro/actions';
+import { FakeKubeClient } from '@aro/kube/testing';
+import { silentLogger } from '@aro/observability';
+import type { SecretResolver } from '@aro/secrets';
+import { EphemeralRunnerSetReconciler } from './ephemeral-runner-set.reconciler';
+
+/*
+ * The listener's patch protocol, on a fake API server and a fake Actions service: what a pass does with
+ * the runners it finds, asserted on the runners left in the store and the registrations left in the
+ * service.
+ */
+
+const NS = 'team-a';
+const SET = 'arc-runners';
+const T0 = Date.UTC(2026, 0, 1);
+
+/** The registrations the service holds, by runner ID; removing one is what lets a runner go. */
+class FakeActions {
+  readonly registered = new Set<number>();
+  async removeRunner(id: number): Promise<void> {
+    this.registered.delete(id);
+  }
+}
+
+function setup() {
+  const clock = { now: T0 };
+  const kube = new FakeKubeClient(() => clock.now);
+  const actions = new FakeActions();
+  const resolver = { getActionsClient: async () => actions as unknown as ActionsServiceClient };
+  const reconciler = new EphemeralRunnerSetReconciler({
+    client: kube,
+    cache: kube,
+    resolver: resolver as unknown as SecretResolver,
+    logger: silentLogger,
+    now: () => clock.now,
+  });
+  const ephemeralRunnerSpec = {
+    githubConfigUrl: 'https://github.com/octo',
+    githubConfigSecret: 'gh',
+    runnerScaleSetId: 7,
+    spec: { containers: [{ name: 'runner', image: 'runner' }] },
+  };
+  const set = kube.seed<EphemeralRunnerSet>(EphemeralRunnerSetKind, {
+    apiVersion: 'actions.github.com/v1alpha1',
+    kind: 'EphemeralRunnerSet',
+    metadata: {
+      namespace: NS,
+      name: SET,
+      finalizers: [EPHEMERAL_RUNNER_SET_FINALIZER],
+      annotations: { [Annotations.integrityHash]: integrityHash(ephemeralRunnerSpec) },
+    },
+    spec: { replicas: 0, patchID: 0, ephemeralRunnerSpec },
+  } as EphemeralRunnerSet);
+
+  let nextRunnerId = 100;
+  /** A runner of the set as the EphemeralRunner controller leaves it: registered, in `phase`. */
+  const runner = (name: string, phase: string, patchId: number, ageMinutes = 0): EphemeralRunner => {
+    const runnerId = nextRunnerId++;
+    actions.registered.add(runnerId);
+    return kube.seed<EphemeralRunner>(EphemeralRunnerKind, {
+      apiVersion: 'actions.github.com/v1alpha1',
+      kind: 'EphemeralRunner',
+      metadata: {
+        namespace: NS,
+        name,
+        creationTimestamp: new Date(T0 - ageMinutes * 60_000),
+        annotations: { [Annotations.patchId]: String(patchId) },
+        ownerReferences: [
+          {
+            apiVersion: 'actions.github.com/v1alpha1',
+            kind: 'EphemeralRunnerSet',
+            name: SET,
+            uid: set.metadata!.uid!,
+            controller: true,
+          },
+        ],
+      },
+      spec: ephemeralRunnerSpec,
+      status: { phase, runnerId, ready: phase === EphemeralRunnerPhase.Running },
+    } as EphemeralRunner);
+  };
+  /** The listener's patch: `{replicas, patchID}` on the set's spec. */
+  const listenerPatch = (replicas: number, patchID: number) =>
+    kube.mergePatch(EphemeralRunnerSetKind, NS, SET, { spec: { replicas, patchID } });
+  const reconcile = () =>
+    reconciler.reconcile(
+      { namespace: NS, name: SET },
+      { signal: new AbortController().signal, log: silentLogger },
+    );
+  const runners = async () =>
+    (await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: NS })).filter(
+      (r) => !r.metadata?.deletionTimestamp,
+    );
+  const names = async () => (await runners()).map((r) => r.metadata?.name).sort();
+  return { clock, kube, actions, runner, listenerPatch, reconcile, runners, names };
+}
+
+/** Two Running runners and a younger Pending one, all registered and idle, made for patch 3. */
+function threeIdleRunners(s: ReturnType<typeof setup>): void {
+  s.runner('idle-a', EphemeralRunnerPhase.Running, 3, 10);
+  s.runner('idle-b', EphemeralRunnerPhase.Running, 3, 5);
+  s.runner('idle-c', EphemeralRunnerPhase.Pending, 3, 1);
+}
+
+describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
+  it('on a converge pass (patch 0) a Failed runner is no capacity: no healthy idle runner is deleted for it', async () => {
+    const s = setup();
+    s.runner('idle-a', EphemeralRunnerPhase.Running, 3, 10);
+    s.runner('idle-b', EphemeralRunnerPhase.Running, 3, 5);
+    s.runner('broken', EphemeralRunnerPhase.Failed, 3, 1);
+    await s.listenerPatch(2, 0);
+
+    await s.reconcile();
+
+    // The Failed runner is deleted (to be replaced; its own finalizer removes its registration); both
+    // healthy runners and their registrations stay.
+    expect(await s.names()).toEqual(['idle-a', 'idle-b']);
+    expect([...s.actions.registered].filter((id) => id < 102)).toEqual([100, 101]);
+  });
+
+  it('a positive listener patch never deletes idle runners, even above its replicas', async () => {
+    const s = setup();
+    threeIdleRunners(s);
+    await s.listenerPatch(1, 4);
+
+    await s.reconcile();
+
+    expect(await s.names()).toEqual(['idle-a', 'idle-b', 'idle-c']);
+    expect(s.actions.registered.size).toBe(3);
+  });
+
+  it('the same patch converges on patch 0: surplus idle runners go, oldest Pending first (the spec above can fail)', async () => {
+    const s = setup();
+    threeIdleRunners(s);
+    await s.listenerPatch(1, 0);
+
+    await s.reconcile();
+
+    expect(await s.names()).toEqual(['idle-b']);
+  });
+
+  it('after a listener restart its patch IDs start again from 0 and are still obeyed', async () => {
+    const s = setup();
+    // Runners of the listener before its restart, which had reached patch 7.
+    s.runner('old-a', EphemeralRunnerPhase.Running, 7, 10);
+    await s.listenerPatch(1, 7);
+    await s.reconcile();
+    expect(await s.names()).toEqual(['old-a']);
+
+    // The new listener converges first, then counts its patches from 1 again.
+    await s.listenerPatch(1, 0);
+    await s.reconcile();
+    await s.listenerPatch(3, 1);
+    await s.reconcile();
+
+    const after = await s.runners();
+    expect(after).toHaveLength(3);
+    expect(after.filter((r) => r.metadata?.annotations?.[Annotations.patchId] === '1')).toHaveLength(2);
+  });
+});

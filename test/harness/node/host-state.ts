@@ -1,0 +1,131 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * What a real node must leave on the host as it found it: the kernel settings the kubelet writes, the
+ * iptables rules, the network links, the mounts in the places the node works in, and the processes.
+ * `captureHostState` before the node starts and `hostChanges` after it stopped name every difference.
+ *
+ * Mounts are compared only where the node could have made them (its folder, the host paths it masks,
+ * /proc/sys, the cgroup tree): other sessions share this machine and may mount elsewhere meanwhile.
+ */
+
+const SYSCTLS = [
+  'vm/overcommit_memory',
+  'vm/panic_on_oom',
+  'kernel/panic',
+  'kernel/panic_on_oops',
+  'kernel/keys/root_maxkeys',
+  'kernel/keys/root_maxbytes',
+  'net/ipv4/ip_forward',
+  'net/bridge/bridge-nf-call-iptables',
+];
+const IPTABLES_TABLES = ['filter', 'nat', 'mangle', 'raw'];
+const WATCHED_MOUNT_PREFIXES = [
+  '/proc/sys',
+  '/run/containerd',
+  '/var/lib/cni',
+  '/var/lib/kubelet',
+  '/var/log/pods',
+  '/var/log/containers',
+  '/sys/fs/cgroup',
+  '/run/netns',
+];
+
+export interface HostState {
+  sysctls: Record<string, string>;
+  iptables: Record<string, string[]>;
+  links: string[];
+  mounts: string[];
+  kubepodsCgroups: string[];
+}
+
+function readSysctl(key: string): string {
+  const path = `/proc/sys/${key}`;
+  return existsSync(path) ? readFileSync(path, 'utf8').trim() : '(absent)';
+}
+
+function iptablesRules(table: string): string[] {
+  try {
+    return execFileSync('iptables', ['-t', table, '-S'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+      .split('\n')
+      .filter(Boolean);
+  } catch (err) {
+    return [`(iptables -t ${table} -S failed: ${(err as Error).message.split('\n')[0]})`];
+  }
+}
+
+function links(): string[] {
+  return readdirSync('/sys/class/net').sort();
+}
+
+function mountPoints(extraPrefixes: readonly string[]): string[] {
+  const prefixes = [...WATCHED_MOUNT_PREFIXES, ...extraPrefixes];
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter(
+      (point): point is string => !!point && prefixes.some((p) => point === p || point.startsWith(`${p}/`)),
+    )
+    .sort();
+}
+
+function kubepodsCgroups(): string[] {
+  if (!existsSync('/sys/fs/cgroup')) return [];
+  return readdirSync('/sys/fs/cgroup')
+    .map((h) => `/sys/fs/cgroup/${h}/kubepods`)
+    .filter((p) => existsSync(p));
+}
+
+/** `nodeDir`: the folder the node will live in, whose mounts are watched too. */
+export function captureHostState(nodeDirs: readonly string[] = []): HostState {
+  return {
+    sysctls: Object.fromEntries(SYSCTLS.map((k) => [k, readSysctl(k)])),
+    iptables: Object.fromEntries(IPTABLES_TABLES.map((t) => [t, iptablesRules(t)])),
+    links: links(),
+    mounts: mountPoints(nodeDirs),
+    kubepodsCgroups: kubepodsCgroups(),
+  };
+}
+
+/** Every difference between two captures, one line each; empty when the host is as it was. */
+export function hostChanges(before: HostState, after: HostState): string[] {
+  const changes: string[] = [];
+  for (const key of Object.keys(before.sysctls)) {
+    if (before.sysctls[key] !== after.sysctls[key]) {
+      changes.push(`sysctl ${key.replace(/\//g, '.')}: ${before.sysctls[key]} -> ${after.sysctls[key]}`);
+    }
+  }
+  const listDiff = (what: string, a: readonly string[], b: readonly string[]): void => {
+    for (const x of b) if (!a.includes(x)) changes.push(`${what} added: ${x}`);
+    for (const x of a) if (!b.includes(x)) changes.push(`${what} removed: ${x}`);
+  };
+  for (const table of Object.keys(before.iptables)) {
+    listDiff(`iptables -t ${table}`, before.iptables[table], after.iptables[table] ?? []);
+  }
+  listDiff('network link', before.links, after.links);
+  listDiff('mount', before.mounts, after.mounts);
+  listDiff('cgroup', before.kubepodsCgroups, after.kubepodsCgroups);
+  return changes;
+}
+
+/** Processes still alive among `pids`, and any process whose command line names `dir`. */
+export function leftoverProcesses(pids: readonly number[], dir: string): string[] {
+  const left: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    } catch {
+      continue;
+    }
+    if (!cmdline) continue; // a zombie or a kernel thread
+    if (pids.includes(Number(entry)) || cmdline.includes(dir))
+      left.push(`${entry}: ${cmdline.slice(0, 160)}`);
+  }
+  return left;
+}

@@ -1,0 +1,154 @@
+import { ApiException, CoreV1Api, type V1Pod, type V1PodDisruptionBudget } from '@kubernetes/client-node';
+import { EphemeralRunnerKind } from '@aro/api';
+import {
+  BUSY_RUNNER_LABEL,
+  BUSY_RUNNERS_PDB_NAME,
+  DO_NOT_DISRUPT_ANNOTATION,
+  PodDisruptionBudgetKind,
+  SAFE_TO_EVICT_ANNOTATION,
+} from '@aro/controllers';
+import {
+  finishPodDeletion,
+  hasGarbageCollector,
+  runnerContainerRunning,
+  runnerContainerTerminated,
+  testKubeConfig,
+  waitFor,
+} from '../../harness';
+import { ControllerFixture, controllerSuite, FixtureOptions } from './fixture';
+
+/**
+ * Busy runners survive voluntary disruption (libs/controllers/src/ephemeral-runner/eviction-protection.ts):
+ * the test drains a node as `kubectl drain` does, through the Eviction API, and plays the kubelet.
+ */
+describe('EphemeralRunner eviction protection', () => {
+  const suite = controllerSuite();
+  let f: ControllerFixture;
+
+  /** The Eviction API's answer for the pod: 201 when it was evicted, else the refusal's HTTP status. */
+  async function evict(name: string): Promise<number> {
+    const api = testKubeConfig().makeApiClient(CoreV1Api);
+    try {
+      await api.createNamespacedPodEviction({
+        name,
+        namespace: f.namespace,
+        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: f.namespace } },
+      });
+      return 201;
+    } catch (err) {
+      if (err instanceof ApiException) return err.code;
+      throw err;
+    }
+  }
+
+  async function idleRunner(name: string): Promise<void> {
+    await f.createRunner(name);
+    await f.waitForPod(name, (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, name);
+    await f.waitForRunner(name, (r) => r?.status?.phase === 'Pending', 'phase Pending');
+  }
+
+  /** The service starts a job on the runner and the listener reports it, as in a real scale set. */
+  async function startJob(name: string): Promise<string> {
+    const job = suite.sim.startJob(name, { displayName: 'build' });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, name, { status: { jobId: job.jobId } });
+    await f.waitForRunner(name, (r) => r?.status?.phase === 'Running', 'phase Running');
+    return job.jobId;
+  }
+
+  const busyMarks = (pod: V1Pod | undefined) => ({
+    label: pod?.metadata?.labels?.[BUSY_RUNNER_LABEL],
+    safeToEvict: pod?.metadata?.annotations?.[SAFE_TO_EVICT_ANNOTATION],
+    doNotDisrupt: pod?.metadata?.annotations?.[DO_NOT_DISRUPT_ANNOTATION],
+  });
+
+  async function start(opts: FixtureOptions): Promise<void> {
+    f = await suite.start(opts);
+  }
+
+  it('drains a node: the idle runner goes (registration removed first), the busy one stays until its job ends, no job fails', async () => {
+    await start({ config: { evictionProtection: true } });
+    await idleRunner('ev-busy');
+    await idleRunner('ev-idle');
+    const jobId = await startJob('ev-busy');
+
+    const busyPod = await f.waitForPod(
+      'ev-busy',
+      (p) => p?.metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true',
+      'the busy label on the pod of the runner executing a job',
+    );
+    expect(busyMarks(busyPod)).toEqual({ label: 'true', safeToEvict: 'false', doNotDisrupt: 'true' });
+    expect(busyMarks(await f.pod('ev-idle'))).toEqual({
+      label: undefined,
+      safeToEvict: undefined,
+      doNotDisrupt: undefined,
+    });
+    const pdb = await f.kube.get<V1PodDisruptionBudget>(
+      PodDisruptionBudgetKind,
+      f.namespace,
+      BUSY_RUNNERS_PDB_NAME,
+    );
+    expect(pdb.spec?.selector?.matchLabels).toEqual({ [BUSY_RUNNER_LABEL]: 'true' });
+    if (hasGarbageCollector()) {
+      // kube-controller-manager's disruption controller computes the budget, as in a cluster: the busy
+      // pod is counted healthy and no disruption is allowed.
+      await waitFor(
+        async () => {
+          const s = (
+            await f.kube.get<V1PodDisruptionBudget>(
+              PodDisruptionBudgetKind,
+              f.namespace,
+              BUSY_RUNNERS_PDB_NAME,
+            )
+          ).status;
+          return (
+            s?.observedGeneration === pdb.metadata?.generation &&
+            s?.expectedPods === 1 &&
+            s.currentHealthy === 1
+          );
+        },
+        { description: 'the disruption controller to count the busy pod in the budget' },
+      );
+      const status = (
+        await f.kube.get<V1PodDisruptionBudget>(PodDisruptionBudgetKind, f.namespace, BUSY_RUNNERS_PDB_NAME)
+      ).status;
+      expect(status?.disruptionsAllowed).toBe(0);
+    }
+
+    // The drain evicts both pods. The idle runner's goes: its registration is removed while the pod
+    // is still terminating, so no job can be assigned to it, and the runner is deleted.
+    expect(await evict('ev-idle')).toBe(201);
+    await waitFor(() => suite.sim.runner('ev-idle') === undefined, {
+      description: 'the idle registration removed',
+    });
+    expect((await f.pod('ev-idle'))?.metadata?.deletionTimestamp).toBeDefined();
+    await f.waitForRunner('ev-idle', (r) => r === undefined, 'the idle runner deleted');
+    await finishPodDeletion(f.namespace, 'ev-idle');
+
+    // The busy runner's pod refuses, however often the drain retries.
+    for (let attempt = 0; attempt < 3; attempt++) expect(await evict('ev-busy')).toBe(429);
+    expect((await f.pod('ev-busy'))?.metadata?.deletionTimestamp).toBeUndefined();
+    expect(suite.sim.job(jobId)?.state).not.toBe('completed');
+
+    // The job ends; the runner exits 0 and its pod goes with it.
+    suite.sim.completeJob(jobId, 'succeeded');
+    suite.sim.runnerExited('ev-busy', 0);
+    await runnerContainerTerminated(f.namespace, 'ev-busy', 0, { phase: 'Succeeded' });
+    await f.waitForRunner('ev-busy', (r) => r === undefined, 'the busy runner done and deleted');
+    await f.waitForPod('ev-busy', (p) => p === undefined, 'the busy pod gone');
+    expect(suite.sim.job(jobId)?.result).toBe('succeeded');
+  });
+
+  it('lets a busy runner be evicted when the protection is off', async () => {
+    await start({ config: { evictionProtection: false } });
+    await idleRunner('ev-off');
+    const jobId = await startJob('ev-off');
+    expect(busyMarks(await f.pod('ev-off')).label).toBeUndefined();
+    expect(await evict('ev-off')).toBe(201);
+    expect((await f.pod('ev-off'))?.metadata?.deletionTimestamp).toBeDefined();
+    // The job is lost with the pod: the runner fails and is deleted, as for any pod killed mid-job.
+    suite.sim.completeJob(jobId, 'failed');
+    await runnerContainerTerminated(f.namespace, 'ev-off', 143, { phase: 'Failed' });
+    await f.waitForRunner('ev-off', (r) => r === undefined, 'the runner deleted');
+  });
+});

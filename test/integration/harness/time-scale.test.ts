@@ -1,0 +1,32 @@
+import { TIME_SCALE_ENV, scaled, timeScale, timeScaleForLoad } from '../../harness/time-scale';
+
+describe('the time scale', () => {
+  const before = process.env[TIME_SCALE_ENV];
+  afterEach(() => {
+    if (before === undefined) delete process.env[TIME_SCALE_ENV];
+    else process.env[TIME_SCALE_ENV] = before;
+  });
+
+  it('is 1 up to one runnable process per core, then grows with the load per core, at most 4', () => {
+    expect(timeScaleForLoad(0.5, 2)).toBe(1);
+    expect(timeScaleForLoad(2, 2)).toBe(1);
+    expect(timeScaleForLoad(8, 2)).toBe(2.5);
+    expect(timeScaleForLoad(12, 2)).toBe(3.5);
+    expect(timeScaleForLoad(40, 2)).toBe(4);
+  });
+
+  it('multiplies every bound by ARO_TEST_TIME_SCALE, 1 when unset', () => {
+    delete process.env[TIME_SCALE_ENV];
+    expect(scaled(30_000)).toBe(30_000);
+    process.env[TIME_SCALE_ENV] = '2.5';
+    expect(timeScale()).toBe(2.5);
+    expect(scaled(30_000)).toBe(75_000);
+  });
+
+  it('refuses a value that is not a number of at least 1, naming the variable', () => {
+    for (const bad of ['0.5', 'fast', '-1']) {
+      process.env[TIME_SCALE_ENV] = bad;
+      expect(() => timeScale()).toThrow(/ARO_TEST_TIME_SCALE=".*": expected a number >= 1/);
+    }
+  });
+});

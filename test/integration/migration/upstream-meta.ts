@@ -1,0 +1,64 @@
+import type { V1OwnerReference } from '@kubernetes/client-node';
+import type { ResourceKind } from '@aro/api';
+import type { KubeClient, KubeObject } from '@aro/kube';
+
+/* Upstream's names and the small helpers the upstream-state writers share. */
+
+export const UPSTREAM_VERSION = '0.14.2';
+export const UPSTREAM_IMAGE = `ghcr.io/actions/gha-runner-scale-set-controller:${UPSTREAM_VERSION}`;
+export const GROUP_VERSION = 'actions.github.com/v1alpha1';
+
+/** Upstream's finalizers and annotation keys (controllers/actions.github.com/*_controller.go, constants.go). */
+export const Upstream = {
+  arsFinalizer: 'autoscalingrunnerset.actions.github.com/finalizer',
+  ersFinalizer: 'ephemeralrunnerset.actions.github.com/finalizer',
+  erFinalizer: 'ephemeralrunner.actions.github.com/finalizer',
+  erRegistrationFinalizer: 'ephemeralrunner.actions.github.com/runner-registration-finalizer',
+  listenerFinalizer: 'autoscalinglistener.actions.github.com/finalizer',
+  /** The chart puts it on the objects it creates for a scale set; the ARS finalizer removes it. */
+  cleanupProtection: 'actions.github.com/cleanup-protection',
+  scaleSetIdAnnotation: 'runner-scale-set-id',
+  runnerGroupAnnotation: 'actions.github.com/runner-group-name',
+  scaleSetNameAnnotation: 'actions.github.com/runner-scale-set-name',
+  patchIdAnnotation: 'actions.github.com/patch-id',
+  integrityHash: 'actions.github.com/integrity-hash',
+  versionLabel: 'app.kubernetes.io/version',
+} as const;
+
+/**
+ * upstream's v1alpha1.IsVersionAllowed: its controller deletes an AutoscalingRunnerSet whose version
+ * label differs in major.minor from its own build (a rule restated here, for the reverse check).
+ */
+export function upstreamKeepsVersion(label: string | undefined, build = UPSTREAM_VERSION): boolean {
+  if (label === build) return true;
+  const majorMinor = (v: string | undefined) => /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(v ?? '');
+  const a = majorMinor(label);
+  const b = majorMinor(build);
+  return !!a && !!b && a[1] === b[1] && (a[2] ?? '0') === (b[2] ?? '0');
+}
+
+export function controllerRef(owner: KubeObject, kind: string, apiVersion = GROUP_VERSION): V1OwnerReference {
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata?.name ?? '',
+    uid: owner.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+export async function create<T extends KubeObject>(kube: KubeClient, kind: ResourceKind, obj: T): Promise<T> {
+  return kube.create<T>(kind, obj);
+}
+
+export async function withStatus<T extends KubeObject>(
+  kube: KubeClient,
+  kind: ResourceKind,
+  obj: T,
+  status: unknown,
+): Promise<T> {
+  return kube.mergePatchStatus<T>(kind, obj.metadata?.namespace ?? '', obj.metadata?.name ?? '', {
+    status,
+  });
+}
