@@ -119,3 +119,20 @@ describe('GhaMetrics: ARO job metrics', () => {
     expect(page).toContain('# TYPE aro_job_runner_seconds_total counter');
   });
 });
+
+describe('GhaMetrics: ARO job metrics in a shared listener', () => {
+  it('keeps one series per scale set in one registry', async () => {
+    const registry = new Registry();
+    for (const name of ['set-a', 'set-b']) {
+      const gha = new GhaMetrics({
+        registry,
+        logger: silentLogger,
+        scaleSet: { name, namespace: 'ns', enterprise: '', organization: 'octo', repository: '' },
+      });
+      gha.recordJobStarted(started);
+    }
+    const page = await registry.metrics();
+    expect(page).toContain('aro_job_queue_wait_seconds_count{name="set-a",namespace="ns"} 1');
+    expect(page).toContain('aro_job_queue_wait_seconds_count{name="set-b",namespace="ns"} 1');
+  });
+});
