@@ -2,6 +2,17 @@ import { parseLogLevel } from '@aro/observability';
 import { z } from 'zod';
 
 const seconds = (fallback: number) => z.coerce.number().finite().default(fallback);
+/** A comma-separated list: blanks around names and empty entries dropped, so `a, b,` is `[a, b]`. */
+const commaList = () =>
+  z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    );
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const bool = (fallback: boolean) =>
   z
@@ -104,15 +115,7 @@ export const controllerEnvSchema = z
      * Extension modules to load, comma-separated: package names, or paths (relative to the working
      * directory) of files that export a Nest module. See docs/extending.md.
      */
-    ARO_EXTENSIONS: z
-      .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== ''),
-      ),
+    ARO_EXTENSIONS: commaList(),
     /** Image of the listener pods (upstream's name for the controller's own image, which runs them). */
     CONTROLLER_MANAGER_CONTAINER_IMAGE: z.string().default(''),
     /**
@@ -120,15 +123,7 @@ export const controllerEnvSchema = z
      * `--auto-scaler-image-pull-secrets`; the chart passes its `imagePullSecrets`). Each must exist in
      * the controller's namespace, where the listener pods run.
      */
-    LISTENER_IMAGE_PULL_SECRETS: z
-      .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== ''),
-      ),
+    LISTENER_IMAGE_PULL_SECRETS: commaList(),
     /** Where listeners serve their metrics; `0` or empty disables them. */
     LISTENER_METRICS_ADDR: z.string().default(':8080'),
     LISTENER_METRICS_ENDPOINT: z.string().default('/metrics'),

@@ -35,6 +35,29 @@ export const GhaMetric = {
   jobExecutionDurationSeconds: 'gha_job_execution_duration_seconds',
 } as const;
 
+/**
+ * ARO's job metrics, beside upstream's (which has neither): how long a scale set's jobs waited for a
+ * runner, and what each repository's workflows cost in runner time. Always published; a config entry
+ * under the same name (counters/histograms) only chooses their labels and buckets.
+ */
+export const AroJobMetric = {
+  queueWaitSeconds: 'aro_job_queue_wait_seconds',
+  runnerSecondsTotal: 'aro_job_runner_seconds_total',
+} as const;
+
+const aroHelp: Record<string, string> = {
+  [AroJobMetric.queueWaitSeconds]:
+    "ARO: time from a job's queue time to its start on a runner of the scale set (in seconds).",
+  [AroJobMetric.runnerSecondsTotal]:
+    'ARO: runner time spent on jobs (assigned to a runner until finished), by repository and workflow (in seconds).',
+};
+
+/** ARO's defaults: the queue wait per scale set; the cost per repository and workflow. */
+export const aroJobMetricLabels: Record<string, GhaLabel[]> = {
+  [AroJobMetric.queueWaitSeconds]: ['name', 'namespace'],
+  [AroJobMetric.runnerSecondsTotal]: ['name', 'namespace', 'organization', 'repository', 'job_workflow_name'],
+};
+
 const help: Record<string, string> = {
   [GhaMetric.startedJobsTotal]: 'Total number of jobs started.',
   [GhaMetric.completedJobsTotal]: 'Total number of jobs completed.',
@@ -106,6 +129,34 @@ interface Family<M> {
   labels: GhaLabel[];
 }
 
+const aroNames: readonly string[] = Object.values(AroJobMetric);
+
+/** The config without ARO's entries: what decides upstream's families. */
+function withoutAro(config: MetricsConfig): MetricsConfig {
+  const drop = <T>(m: Record<string, T> | undefined): Record<string, T> | undefined =>
+    m && Object.fromEntries(Object.entries(m).filter(([name]) => !aroNames.includes(name)));
+  return {
+    counters: drop(config.counters),
+    gauges: drop(config.gauges),
+    histograms: drop(config.histograms),
+  };
+}
+
+/**
+ * What decides upstream's families: the config without ARO's entries, or upstream's default set when
+ * there is no config or it names only ARO's metrics (say, the scale-set chart's
+ * `costMetrics.repositoryLabel: false`): such a config shapes ARO's metrics and turns none of upstream's off.
+ */
+function upstreamConfig(config: MetricsConfig | undefined): MetricsConfig {
+  if (!config) return defaultMetricsConfig;
+  const upstream = withoutAro(config);
+  return namesAny(upstream) || !namesAny(config) ? upstream : defaultMetricsConfig;
+}
+
+function namesAny(config: MetricsConfig): boolean {
+  return [config.counters, config.gauges, config.histograms].some((m) => Object.keys(m ?? {}).length > 0);
+}
+
 const zeroTime = Date.parse('0001-01-01T00:00:00Z');
 
 /** A time field of a job message in ms, or undefined when unset (Go's zero time) or unparsable. */
@@ -133,10 +184,35 @@ export class GhaMetrics {
   private readonly gauges = new Map<string, Family<Gauge>>();
   private readonly histograms = new Map<string, Family<Histogram>>();
   private readonly scaleSet: Labels;
+  private readonly queueWait: Family<Histogram>;
+  private readonly runnerSeconds: Family<Counter>;
 
   constructor(private readonly o: GhaMetricsOptions) {
-    const config = o.config ?? defaultMetricsConfig;
+    const config = upstreamConfig(o.config);
     this.scaleSet = { ...o.scaleSet };
+    const waitCfg = o.config?.histograms?.[AroJobMetric.queueWaitSeconds];
+    const waitLabels =
+      (waitCfg?.labels as GhaLabel[] | undefined) ?? aroJobMetricLabels[AroJobMetric.queueWaitSeconds];
+    this.queueWait = {
+      labels: waitLabels,
+      metric: getOrCreateHistogram(o.registry, {
+        name: AroJobMetric.queueWaitSeconds,
+        help: aroHelp[AroJobMetric.queueWaitSeconds],
+        labelNames: waitLabels,
+        buckets: waitCfg?.buckets && waitCfg.buckets.length > 0 ? waitCfg.buckets : defaultRuntimeBuckets,
+      }),
+    };
+    const costLabels =
+      (o.config?.counters?.[AroJobMetric.runnerSecondsTotal]?.labels as GhaLabel[] | undefined) ??
+      aroJobMetricLabels[AroJobMetric.runnerSecondsTotal];
+    this.runnerSeconds = {
+      labels: costLabels,
+      metric: getOrCreateCounter(o.registry, {
+        name: AroJobMetric.runnerSecondsTotal,
+        help: aroHelp[AroJobMetric.runnerSecondsTotal],
+        labelNames: costLabels,
+      }),
+    };
     for (const [name, cfg] of Object.entries(config.gauges ?? {})) {
       if (!this.known(name, 'gauge', gaugeNames)) continue;
       const labels = cfg.labels as GhaLabel[];
@@ -198,6 +274,14 @@ export class GhaMetrics {
     if (assigned !== undefined && started !== undefined) {
       this.observe(GhaMetric.jobStartupDurationSeconds, labels, wholeSecondsBetween(assigned, started));
     }
+    const queued = timeMs(job.queueTime);
+    if (queued !== undefined && started !== undefined) {
+      const wait = Math.max(0, started - queued) / 1000;
+      this.queueWait.metric.observe(
+        this.pick(this.queueWait.labels, { ...labels, ...this.scaleSetIdentity() }),
+        wait,
+      );
+    }
   }
 
   /** A job that never reached a runner (cancelled while queued) is not counted, as upstream. */
@@ -209,6 +293,11 @@ export class GhaMetrics {
     const finished = timeMs(job.finishTime);
     if (finished !== undefined) {
       this.observe(GhaMetric.jobExecutionDurationSeconds, labels, wholeSecondsBetween(started, finished));
+      // ARO's cost counter keeps the milliseconds: whole seconds would drop up to a second a job.
+      this.runnerSeconds.metric.inc(
+        this.pick(this.runnerSeconds.labels, { ...labels, ...this.scaleSetIdentity() }),
+        Math.max(0, finished - started) / 1000,
+      );
     }
   }
 
@@ -233,6 +322,11 @@ export class GhaMetrics {
       job_workflow_target: ref.target,
       event_name: job.eventName,
     };
+  }
+
+  /** The scale set a job ran on: ARO's job metrics are per scale set, upstream's job ones are not. */
+  private scaleSetIdentity(): Labels {
+    return { name: this.scaleSet.name, namespace: this.scaleSet.namespace };
   }
 
   private pick(wanted: GhaLabel[], all: Labels): Record<string, string> {

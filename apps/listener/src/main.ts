@@ -4,6 +4,7 @@ import { createLogger } from '@aro/observability';
 import { startListenerApp, StartedListener } from './bootstrap';
 import { ConfigError, LoadedListenerConfig, loadListenerConfig } from './config';
 import { runShared } from './shared/run-shared';
+import { shutdownOnSignals } from './shutdown';
 
 /**
  * The listener process (`aro-listener`): reads LISTENER_CONFIG_PATH, runs until SIGTERM/SIGINT, then
@@ -33,22 +34,7 @@ async function main(): Promise<void> {
     maxRunners: config.maxRunners,
   });
   const running: { listener?: StartedListener } = {};
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('Shutting down', { signal });
-    const done = running.listener ? running.listener.close() : Promise.resolve();
-    done.then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error('Shutdown failed', err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  const signals = shutdownOnSignals(logger, () => running.listener);
   const started = await startListenerApp({
     config,
     logger,
@@ -60,7 +46,7 @@ async function main(): Promise<void> {
     },
   });
   running.listener = started;
-  if (stopping) await started.close().finally(() => process.exit(0));
+  if (signals.stopping()) await started.close().finally(() => process.exit(0));
   logger.info('Listening for jobs', { port: started.port, metricsEndpoint: config.metricsEndpoint });
 }
 

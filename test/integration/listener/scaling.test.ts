@@ -153,6 +153,9 @@ describe('The listener against the control plane and the simulator', () => {
     const m = (await scrape(listener)).body;
     expect(m).toMatch(/gha_completed_jobs_total\{[^}]*job_result="succeeded"\} 1/);
     expect(m).toMatch(/gha_job_execution_duration_seconds_count\{[^}]*\} 1/);
+    // ARO's queue wait (per scale set) and cost (per repository and workflow) from the same messages.
+    expect(m).toMatch(/aro_job_queue_wait_seconds_count\{name="[^"]+",namespace="[^"]+"\} 1/);
+    expect(m).toMatch(/aro_job_runner_seconds_total\{[^}]*repository="[^"]+"[^}]*\} \d/);
   });
 
   it('acquires nothing at maxRunners 0, and leaves the job for the service to offer elsewhere', async () => {

@@ -9,6 +9,7 @@ import { bootControllerApp, createRunnerForApp } from '../controller-app/boot';
 import { createScaleSet } from '../ephemeral-runner/fixture';
 import { LISTENER_MAIN } from '../../sandbox/apps';
 import { freePort } from '../../harness/ports';
+import { chartAlertRules } from '../charts/alert-rules';
 
 const DASHBOARD = join(__dirname, '..', '..', '..', 'charts', 'aro-controller', 'dashboards', 'aro.json');
 
@@ -32,11 +33,13 @@ function baseName(metric: string): string {
   return metric.replace(/_(bucket|sum|count)$/, '');
 }
 
-function dashboardMetrics(): string[] {
+/** Every metric the dashboard's panels and the chart's alert rules read. */
+async function dashboardMetrics(): Promise<string[]> {
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
   const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
   const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
-  return [...new Set(exprs.flatMap(metricNames).map(baseName))].sort();
+  const alerts = (await chartAlertRules()).flatMap((g) => g.rules.map((r) => r.expr));
+  return [...new Set([...exprs, ...alerts].flatMap(metricNames).map(baseName))].sort();
 }
 
 /** Names a /metrics page declares (`# TYPE name kind`), whether or not a sample has been recorded yet. */
@@ -44,12 +47,16 @@ function served(page: string): Set<string> {
   return new Set([...page.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
 }
 
-/** Which app serves a metric: the listener's gha_* set, or the controller (its own and gha_controller_*). */
+/** ARO's listener metrics; every other aro_* name is the controller's. */
+const LISTENER_ARO_PREFIXES = ['aro_job_', 'aro_listener_session_'];
+
+/** Which app serves a metric: the listener's gha_* set and ARO's listener ones, or the controller. */
 function servedBy(metric: string): 'listener' | 'controller' {
+  if (LISTENER_ARO_PREFIXES.some((prefix) => metric.startsWith(prefix))) return 'listener';
   return metric.startsWith('gha_') && !metric.startsWith('gha_controller_') ? 'listener' : 'controller';
 }
 
-describe('charts/aro-controller/dashboards/aro.json', () => {
+describe("charts/aro-controller/dashboards/aro.json and the chart's alert rules", () => {
   it('reads metric names out of PromQL', () => {
     expect(
       metricNames(
@@ -82,7 +89,7 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
         { description: 'the controller to call the Actions service for its runner', timeoutMs: 60_000 },
       );
       const names = served(page);
-      const wanted = dashboardMetrics().filter((m) => servedBy(m) === 'controller');
+      const wanted = (await dashboardMetrics()).filter((m) => servedBy(m) === 'controller');
       expect(wanted.filter((m) => !names.has(m))).toEqual([]);
       expect(wanted.length).toBeGreaterThan(5);
     } finally {
@@ -132,7 +139,7 @@ describe('charts/aro-controller/dashboards/aro.json', () => {
         { description: 'the listener to serve /metrics', timeoutMs: 90_000, intervalMs: 500 },
       );
       const names = served(page);
-      const wanted = dashboardMetrics().filter((m) => servedBy(m) === 'listener');
+      const wanted = (await dashboardMetrics()).filter((m) => servedBy(m) === 'listener');
       expect(wanted.filter((m) => !names.has(m))).toEqual([]);
     } finally {
       await listener?.stop(10_000);

@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
-import { createLogger, type LogFormat, type LogLevel } from '@aro/observability';
+import { createLogger, parseLogLevel, type LogFormat } from '@aro/observability';
+import { shutdownOnSignals } from '../shutdown';
 import { ConfigError, parseServeAddress } from '../config';
 import { startSharedListenerApp, type StartedSharedListener } from './shared-listener-app';
-
-const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error'];
 
 /**
  * `LISTENER_MODE=shared`: the process serves every scale set whose config is in LISTENER_CONFIG_DIR
@@ -18,32 +17,22 @@ export async function runShared(env: NodeJS.ProcessEnv): Promise<void> {
   if (!Number.isFinite(rescanSeconds) || rescanSeconds < 1) {
     throw new ConfigError(`LISTENER_RESCAN_SECONDS: ${env.LISTENER_RESCAN_SECONDS} must be a number >= 1`);
   }
-  const level = env.LOG_LEVEL ?? 'info';
-  if (!LEVELS.includes(level))
-    throw new ConfigError(`LOG_LEVEL: ${level} must be one of ${LEVELS.join(', ')}`);
+  // Upstream's numeric levels as well as names, as the controller and the per-pod listener's chart take them.
+  const level = parseLogLevel(env.LOG_LEVEL ?? 'info');
+  if (level === undefined) {
+    throw new ConfigError(
+      `LOG_LEVEL: ${env.LOG_LEVEL} must be debug, info, warn, error or upstream's number (-1 to 2)`,
+    );
+  }
   const metricsEndpoint = env.LISTENER_METRICS_ENDPOINT || '/metrics';
   if (!metricsEndpoint.startsWith('/')) throw new ConfigError('LISTENER_METRICS_ENDPOINT must start with /');
   const logger = createLogger({
-    level: level as LogLevel,
+    level,
     format: (env.LOG_FORMAT === 'text' ? 'text' : 'json') as LogFormat,
   });
   logger.info('aro-listener starting in shared mode', { node: process.version, pid: process.pid, configDir });
   const running: { app?: StartedSharedListener } = {};
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info('Shutting down', { signal });
-    (running.app ? running.app.close() : Promise.resolve()).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error('Shutdown failed', err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  const signals = shutdownOnSignals(logger, () => running.app);
   const started = await startSharedListenerApp({
     configDir,
     rescanMs: rescanSeconds * 1000,
@@ -53,6 +42,6 @@ export async function runShared(env: NodeJS.ProcessEnv): Promise<void> {
     owner: env.POD_NAME || hostname(),
   });
   running.app = started;
-  if (stopping) await started.close().finally(() => process.exit(0));
+  if (signals.stopping()) await started.close().finally(() => process.exit(0));
   logger.info('Listening for jobs', { port: started.port, scaleSets: started.host.keys().length });
 }
