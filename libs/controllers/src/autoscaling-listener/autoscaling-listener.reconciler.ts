@@ -20,9 +20,7 @@ import {
   requeueAfter,
   sooner,
   reconcileFinalized,
-  requestKey,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import {
   buildListenerPod,
   buildRole,
@@ -34,6 +32,7 @@ import {
   type AutoscalingListenerReconcilerDeps,
   type AutoscalingListenerReconcilerOptions,
   type ListenerContext,
+  type ListenerPass,
   applyListenerResource,
   listenerContext,
 } from './listener-context';
@@ -69,35 +68,24 @@ export class AutoscalingListenerReconciler implements Reconciler {
     this.finalizer = new ListenerFinalizer(this.ctx);
   }
 
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
-    return reconcileFinalized<AutoscalingListener>(req, {
-      reader: this.ctx.deps.cache,
+  reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
+    return reconcileFinalized<AutoscalingListener>(req, ctx, {
+      reader: this.ctx.cache,
       kind: AutoscalingListenerKind,
       finalizer: { name: AUTOSCALING_LISTENER_FINALIZER },
-      write: patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, log),
+      write: patchingFinalizers(this.ctx.client, AutoscalingListenerKind),
+      memory: this.ctx.memory,
+      apply: (live) => this.apply(live),
+      cleanup: (deleting) => this.finalizer.finalize(deleting),
     });
   }
 
-  /** Everything this controller remembers of a listener, dropped once it is gone. */
-  private forget(key: string): void {
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.configRefresh.forget(key);
-  }
-
   /** A live listener carrying the finalizer: what its pod needs, then the pod. */
-  private async apply(
-    listener: AutoscalingListener,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  private async apply(pass: ListenerPass): Promise<Result> {
+    const { obj: listener, key, log } = pass;
     const { namespace = '', name = '' } = listener.metadata ?? {};
     const ars = await getIgnoringNotFound<AutoscalingRunnerSet>(
-      this.ctx.deps.cache,
+      this.ctx.cache,
       AutoscalingRunnerSetKind,
       listener.spec.autoscalingRunnerSetNamespace ?? '',
       listener.spec.autoscalingRunnerSetName ?? '',
@@ -105,10 +93,10 @@ export class AutoscalingListenerReconciler implements Reconciler {
     if (!ars) {
       // A listener of no scale set would scale nothing: it goes (upstream does the same).
       log.info('The listener has no AutoscalingRunnerSet; deleting it');
-      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, namespace, name);
+      await deleteIgnoringNotFound(this.ctx.client, AutoscalingListenerKind, namespace, name);
       return done;
     }
-    this.ctx.deps.metrics?.labels(
+    this.ctx.metrics?.labels(
       key,
       scaleSetMetricLabels(ars.metadata?.name ?? '', ars.metadata?.namespace ?? '', ars.spec.githubConfigUrl),
     );
@@ -116,7 +104,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
     const sa = await applyListenerResource(this.ctx, ServiceAccountKind, buildServiceAccount(listener), log);
     const role = await applyListenerResource(this.ctx, RoleKind, buildRole(listener), log);
     const binding = await applyListenerResource(this.ctx, RoleBindingKind, buildRoleBinding(listener), log);
-    const configHash = await this.config.reconcile(listener, ars, key, signal, log);
+    const configHash = await this.config.reconcile(pass, ars);
     if (typeof configHash !== 'string') return configHash;
 
     const desired = buildListenerPod(
@@ -125,7 +113,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
       [hashOf(sa), hashOf(role), hashOf(binding), configHash],
     );
     return sooner(
-      await this.pod.reconcile(listener, key, desired, log),
+      await this.pod.reconcile(pass, desired),
       requeueAfter(this.ctx.configRefresh.refreshDueInMs(key) ?? this.ctx.opts.credentialRefreshIntervalMs),
     );
   }

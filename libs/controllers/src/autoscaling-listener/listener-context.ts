@@ -4,7 +4,19 @@ import {
   AutoscalingListenerStatus,
   ResourceKind,
 } from '@aro/api';
-import { KubeObject, createOrReplace, exponentialBackoffMs, isNotFound, objectKey } from '@aro/kube';
+import {
+  KubeObject,
+  type KubeApi,
+  ObjectMemory,
+  type Pass,
+  type Reader,
+  createOrReplace,
+  exponentialBackoffMs,
+  isNotFound,
+  objectKey,
+} from '@aro/kube';
+import type { SecretResolver } from '@aro/secrets';
+import type { EventRecorder } from '../events/event-recorder';
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
@@ -45,10 +57,19 @@ export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDep
   metrics?: ListenerControllerMetrics;
 }
 
+/** One pass of one listener. */
+export type ListenerPass = Pass<AutoscalingListener>;
+
 export interface ListenerContext {
-  deps: AutoscalingListenerReconcilerDeps;
+  client: KubeApi;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: Pick<EventRecorder, 'record'>;
+  metrics?: ListenerControllerMetrics;
   opts: Required<AutoscalingListenerReconcilerOptions>;
   now: () => number;
+  /** Everything remembered per listener; forgotten once, when the listener is gone. */
+  memory: ObjectMemory;
   configRefresh: ListenerConfigRefresh;
 }
 
@@ -69,10 +90,27 @@ export function listenerContext(
     resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
     credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
   };
-  return { deps, opts, now, configRefresh: new ListenerConfigRefresh(opts.credentialRefreshIntervalMs, now) };
+  const memory = new ObjectMemory();
+  // The gauge is the registry's, not this memory's: its series goes when the listener is forgotten.
+  if (deps.metrics) memory.onForget((key) => deps.metrics?.forget(key));
+  return {
+    client: deps.client,
+    cache: deps.cache,
+    resolver: deps.resolver,
+    events: deps.events,
+    metrics: deps.metrics,
+    opts,
+    now,
+    memory,
+    configRefresh: new ListenerConfigRefresh(
+      opts.credentialRefreshIntervalMs,
+      now,
+      memory.slot('config builds'),
+    ),
+  };
 }
 
-export function restartBackoffMs(ctx: ListenerContext, restarts: number): number {
+export function restartBackoffMs(ctx: Pick<ListenerContext, 'opts'>, restarts: number): number {
   return exponentialBackoffMs(
     Math.max(1, restarts),
     ctx.opts.restartBackoffBaseMs,
@@ -85,13 +123,13 @@ export function restartBackoffMs(ctx: ListenerContext, restarts: number): number
  * hash covers only what this controller sets, so fields others add do not cause churn).
  */
 export async function applyListenerResource<T extends KubeObject>(
-  ctx: ListenerContext,
+  ctx: Pick<ListenerContext, 'client'>,
   kind: ResourceKind,
   desired: T,
   log: Logger,
   read?: T,
 ): Promise<T> {
-  const { object, operation } = await createOrReplace(ctx.deps.client, kind, desired, {
+  const { object, operation } = await createOrReplace(ctx.client, kind, desired, {
     upToDate: (current) => hashOf(current) === hashOf(desired),
     current: read,
   });
@@ -102,14 +140,14 @@ export async function applyListenerResource<T extends KubeObject>(
 }
 
 export async function patchListenerStatus(
-  ctx: ListenerContext,
+  ctx: Pick<ListenerContext, 'client'>,
   listener: AutoscalingListener,
   change: AutoscalingListenerStatus,
 ): Promise<void> {
   const current = (listener.status ?? {}) as Record<string, unknown>;
   if (!Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v))) return;
   try {
-    const updated = await ctx.deps.client.mergePatchStatus<AutoscalingListener>(
+    const updated = await ctx.client.mergePatchStatus<AutoscalingListener>(
       AutoscalingListenerKind,
       listener.metadata?.namespace ?? '',
       listener.metadata?.name ?? '',

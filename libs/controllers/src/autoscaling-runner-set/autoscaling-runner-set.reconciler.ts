@@ -20,15 +20,14 @@ import {
   requeueAfter,
   withoutFinalizers,
   reconcileFinalized,
-  requestKey,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { desiredRunnerSpec, runnerScaleSetHash } from './runner-scale-set-resources';
 import {
   type AutoscalingRunnerSetReconcilerDeps,
   type AutoscalingRunnerSetReconcilerOptions,
   type ScaleSetContext,
+  type ScaleSetPass,
   scaleSetContext,
 } from './runner-scale-set-context';
 import { ListenerSync } from './listener-sync';
@@ -78,18 +77,17 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     this.forgottenProtection = new ForgottenProtection(this.ctx);
   }
 
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
+  reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
     const callSignal = (): AbortSignal =>
-      AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
-    return reconcileFinalized<AutoscalingRunnerSet>(req, {
-      reader: this.ctx.deps.cache,
+      AbortSignal.any([ctx.signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
+    return reconcileFinalized<AutoscalingRunnerSet>(req, ctx, {
+      reader: this.ctx.cache,
       kind: AutoscalingRunnerSetKind,
       finalizer: { name: AUTOSCALING_RUNNER_SET_FINALIZER },
       write: this.writeFinalizers,
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, callSignal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, callSignal, log),
+      memory: this.ctx.memory,
+      apply: (live) => this.apply(live, callSignal),
+      cleanup: (deleting) => this.finalizer.finalize(deleting, callSignal),
     });
   }
 
@@ -99,7 +97,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
    */
   private readonly writeFinalizers: FinalizerWriter<AutoscalingRunnerSet> = async (obj, patch, step) => {
     const { namespace = '', name = '' } = obj.metadata ?? {};
-    const client = this.ctx.deps.client;
+    const client = this.ctx.client;
     if (step === 'add')
       return client.mergePatch<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name, patch);
     const latest = await client.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name);
@@ -111,27 +109,14 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     );
   };
 
-  /** Everything this controller remembers of a set, dropped once the set is gone. */
-  private forget(key: string): void {
-    this.ctx.failures.forget(key);
-    this.ctx.lastChecked.delete(key);
-    this.credentialChange.forget(key);
-    this.forgottenProtection.forget(key);
-    this.scaleSet.missingReports.forget(key);
-  }
-
   /** A live set carrying the finalizer: its scale set, its runner set, its listener. */
-  private async apply(
-    ars: AutoscalingRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    callSignal: () => AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  private async apply(pass: ScaleSetPass, callSignal: () => AbortSignal): Promise<Result> {
+    const { key, signal, log } = pass;
+    let ars = pass.obj;
     const { namespace: reqNamespace = '', name: reqName = '' } = ars.metadata ?? {};
     const hash = runnerScaleSetHash(ars);
     if (ars.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
+      ars = await this.ctx.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         reqNamespace,
         reqName,
@@ -152,7 +137,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       let client: Promise<ActionsServiceClient> | undefined;
       const holder = configHolderOfScaleSet(ars);
       const actions = (): Promise<ActionsServiceClient> =>
-        (client ??= this.ctx.deps.resolver.getActionsClient(holder, callSignal()));
+        (client ??= this.ctx.resolver.getActionsClient(holder, callSignal()));
       const outcome = await this.scaleSet.reconcile(ars, key, actions, callSignal, log);
       ars = outcome.ars;
       scaleSetId = outcome.scaleSetId;
@@ -160,7 +145,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       if (signal.aborted) throw err;
       return this.credentialChange.remember(ars, key, await this.status.recordFailure(ars, key, err, log));
     }
-    this.credentialChange.forget(key);
+    this.credentialChange.clear(key);
     await this.status.markReady(ars, key, scaleSetId);
     await this.forgottenProtection.sweep(ars, key, log);
 

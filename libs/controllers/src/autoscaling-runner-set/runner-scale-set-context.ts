@@ -1,4 +1,14 @@
-import { ExponentialBackoffRateLimiter } from '@aro/kube';
+import {
+  ExponentialBackoffRateLimiter,
+  type KeyedStore,
+  type KubeApi,
+  ObjectMemory,
+  type Pass,
+  type Reader,
+} from '@aro/kube';
+import type { AutoscalingRunnerSet } from '@aro/api';
+import type { SecretResolver } from '@aro/secrets';
+import type { EventRecorder } from '../events/event-recorder';
 
 import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
 /*
@@ -32,14 +42,22 @@ export interface AutoscalingRunnerSetReconcilerOptions {
 
 export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
 
+/** One pass of one AutoscalingRunnerSet. */
+export type ScaleSetPass = Pass<AutoscalingRunnerSet>;
+
 export interface ScaleSetContext {
-  deps: AutoscalingRunnerSetReconcilerDeps;
+  client: KubeApi;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: Pick<EventRecorder, 'record'>;
   opts: Required<AutoscalingRunnerSetReconcilerOptions>;
   now: () => number;
+  /** Everything remembered per set; forgotten once, when the set is gone. */
+  memory: ObjectMemory;
   /** Per set: failures in a row to reach the service, and the wait before the next attempt. */
   failures: ExponentialBackoffRateLimiter;
   /** Per set: when the service last said the scale set exists. */
-  lastChecked: Map<string, number>;
+  lastChecked: KeyedStore<number>;
 }
 
 export function scaleSetContext(
@@ -59,11 +77,20 @@ export function scaleSetContext(
     drainPollMs: options.drainPollMs ?? 1_000,
     actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
   };
+  const memory = new ObjectMemory();
   return {
-    deps,
+    client: deps.client,
+    cache: deps.cache,
+    resolver: deps.resolver,
+    events: deps.events,
     opts,
     now: deps.now ?? Date.now,
-    failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs),
-    lastChecked: new Map(),
+    memory,
+    failures: new ExponentialBackoffRateLimiter(
+      opts.errorBackoffBaseMs,
+      opts.errorBackoffMaxMs,
+      memory.slot('service failures'),
+    ),
+    lastChecked: memory.slot('scale set checked'),
   };
 }

@@ -7,6 +7,7 @@ import {
   integrityHash,
 } from '@aro/api';
 import {
+  type Pass,
   ReconcileContext,
   Reconciler,
   Request,
@@ -14,14 +15,13 @@ import {
   patchingFinalizers,
   requeueAfter,
   reconcileFinalized,
-  requestKey,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
   type EphemeralRunnerSetReconcilerOptions,
   type RunnerSetContext,
+  type RunnerSetPass,
   ownedRunners,
   runnerSetContext,
 } from './runner-set-context';
@@ -65,7 +65,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
   private readonly scaling: RunnerSetScaling;
   private readonly transitions: RunnerSetTransitions;
   private readonly finalizer: RunnerSetFinalizer;
-  private readonly failureCondition = new RunnerFailureCondition();
+  private readonly failureCondition: RunnerFailureCondition;
 
   constructor(deps: EphemeralRunnerSetReconcilerDeps, options: EphemeralRunnerSetReconcilerOptions = {}) {
     this.ctx = runnerSetContext(deps, options);
@@ -75,76 +75,57 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.scaling = new RunnerSetScaling(this.ctx, removal);
     this.transitions = new RunnerSetTransitions(this.ctx, removal, this.proxySecret, this.status);
     this.finalizer = new RunnerSetFinalizer(this.ctx, removal, this.status);
+    this.failureCondition = new RunnerFailureCondition(this.ctx.memory.slot('runner failures'));
   }
 
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
-    return reconcileFinalized<EphemeralRunnerSet>(req, {
-      reader: this.ctx.deps.cache,
+  reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
+    return reconcileFinalized<EphemeralRunnerSet>(req, ctx, {
+      reader: this.ctx.cache,
       kind: EphemeralRunnerSetKind,
       finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
-      write: patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, signal, log),
+      write: patchingFinalizers(this.ctx.client, EphemeralRunnerSetKind),
+      memory: this.ctx.memory,
+      apply: (live) => this.apply(live),
+      cleanup: (deleting) => this.finalizer.finalize(deleting),
     });
   }
 
-  /** Everything this controller remembers of a set, dropped once the set is gone. */
-  private forget(key: string): void {
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.expectations.forget(key);
-    this.ctx.failureBackoff.delete(key);
-    this.failureCondition.forget(key);
-    this.status.forget(key);
-  }
-
   /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
-  private async apply(
-    set: EphemeralRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
-    const behindMs = this.status.behindMs(key, set.metadata?.resourceVersion);
+  private async apply(live: Pass<EphemeralRunnerSet>): Promise<Result> {
+    const { key, log } = live;
+    const behindMs = this.status.behindMs(key, live.obj.metadata?.resourceVersion);
     if (behindMs > 0) {
       // The cached set predates our last status write (its phase may be stale): its event is coming.
       log.debug('Waiting for the cache to show the status written last pass');
       return requeueAfter(Math.min(behindMs, 1_000));
     }
-    const runners = await ownedRunners(this.ctx, set);
+    const runners = await ownedRunners(this.ctx.cache, live.obj);
     const waitMs = this.ctx.expectations.pendingMs(key, runners);
     if (waitMs > 0) {
       // Our last pass's creations or deletions are not in the cache yet: counting now would double them.
       log.debug('Waiting for the cache to show the runners created or deleted last pass');
       return requeueAfter(Math.min(waitMs, 1_000));
     }
-    const states = runnersByState(runners);
-    this.status.publishCounts(set, key, states);
+    let pass: RunnerSetPass = { ...live, states: runnersByState(runners) };
+    this.status.publishCounts(pass);
 
-    const hash = integrityHash(set.spec.ephemeralRunnerSpec);
-    if (isUpstreamIntegrityHash(set.metadata?.annotations?.[Annotations.integrityHash])) {
-      set = await adoptUpstreamRunnerSet(this.ctx, set, hash, log);
+    const hash = integrityHash(pass.obj.spec.ephemeralRunnerSpec);
+    if (isUpstreamIntegrityHash(pass.obj.metadata?.annotations?.[Annotations.integrityHash])) {
+      pass = { ...pass, obj: await adoptUpstreamRunnerSet(this.ctx.client, pass, hash) };
     }
-    if (set.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
-      return this.transitions.rollOutSpec(set, key, states, hash, signal, log);
+    if (pass.obj.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
+      return this.transitions.rollOutSpec(pass, hash);
     }
 
-    await this.proxySecret.reconcile(set, signal, log, { specChanged: false });
+    await this.proxySecret.reconcile(pass, { specChanged: false });
 
-    const outdated = states.outdated.length > 0 || set.status?.phase === EphemeralRunnerSetPhase.Outdated;
-    if (outdated) return this.transitions.rest(set, key, states, signal, log);
+    const outdated =
+      pass.states.outdated.length > 0 || pass.obj.status?.phase === EphemeralRunnerSetPhase.Outdated;
+    if (outdated) return this.transitions.rest(pass);
 
-    const runnersHealthy = this.failureCondition.observe(set, key, states);
-    const result = await this.scaling.scale(set, key, states, signal, log);
-    await this.status.updateStatus(
-      set,
-      states,
-      EphemeralRunnerSetPhase.Running,
-      log,
-      undefined,
-      runnersHealthy,
-    );
+    const runnersHealthy = this.failureCondition.observe(pass);
+    const result = await this.scaling.scale(pass);
+    await this.status.updateStatus(pass, EphemeralRunnerSetPhase.Running, undefined, runnersHealthy);
     return result;
   }
 }
