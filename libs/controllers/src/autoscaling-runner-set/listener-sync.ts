@@ -8,7 +8,7 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound, done } from '@aro/kube';
+import { Result, isAlreadyExists, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { ListenerSettings, buildAutoscalingListener, listenerNameOf } from './runner-scale-set-resources';
 import { type ScaleSetContext } from './runner-scale-set-context';
@@ -49,7 +49,7 @@ export class ListenerSync {
         });
       } catch (err) {
         // Still being deleted after a change: the next pass creates it.
-        if (!(err instanceof Error && /already exists|AlreadyExists/.test(err.message))) throw err;
+        if (!isAlreadyExists(err)) throw err;
       }
       return;
     }
