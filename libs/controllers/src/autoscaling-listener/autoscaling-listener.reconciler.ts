@@ -6,9 +6,8 @@ import {
   AutoscalingRunnerSetKind,
 } from '@aro/api';
 import {
-  ReconcileContext,
-  Reconciler,
-  Request,
+  FinalizingReconciler,
+  type Released,
   Result,
   RoleBindingKind,
   RoleKind,
@@ -16,10 +15,8 @@ import {
   deleteIgnoringNotFound,
   done,
   getIgnoringNotFound,
-  patchingFinalizers,
   requeueAfter,
   sooner,
-  reconcileFinalized,
 } from '@aro/kube';
 import {
   buildListenerPod,
@@ -55,33 +52,28 @@ export type {
  * once, #4656, which turns a revoked token or a rate limit into a tight loop of pods and API calls);
  * why and how often is on the listener's status, and each restart is an Event.
  */
-export class AutoscalingListenerReconciler implements Reconciler {
-  private readonly ctx: ListenerContext;
-  private readonly config: ListenerConfigWriter;
-  private readonly pod: ListenerPodLifecycle;
-  private readonly finalizer: ListenerFinalizer;
+export class AutoscalingListenerReconciler extends FinalizingReconciler<
+  AutoscalingListener,
+  ListenerContext
+> {
+  private readonly config = new ListenerConfigWriter(this.ctx);
+  private readonly pod = new ListenerPodLifecycle(this.ctx);
+  private readonly finalizer = new ListenerFinalizer(this.ctx);
 
   constructor(deps: AutoscalingListenerReconcilerDeps, options: AutoscalingListenerReconcilerOptions = {}) {
-    this.ctx = listenerContext(deps, options);
-    this.config = new ListenerConfigWriter(this.ctx);
-    this.pod = new ListenerPodLifecycle(this.ctx);
-    this.finalizer = new ListenerFinalizer(this.ctx);
-  }
-
-  reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-    return reconcileFinalized<AutoscalingListener>(req, ctx, {
-      reader: this.ctx.cache,
+    super(listenerContext(deps, options), {
       kind: AutoscalingListenerKind,
       finalizer: { name: AUTOSCALING_LISTENER_FINALIZER },
-      write: patchingFinalizers(this.ctx.client, AutoscalingListenerKind),
-      memory: this.ctx.memory,
-      apply: (live) => this.apply(live),
-      cleanup: (deleting) => this.finalizer.finalize(deleting),
     });
   }
 
+  /** Deleting the listener: see {@link ListenerFinalizer}. */
+  protected cleanup(deleting: ListenerPass): Promise<Result | Released> {
+    return this.finalizer.finalize(deleting);
+  }
+
   /** A live listener carrying the finalizer: what its pod needs, then the pod. */
-  private async apply(pass: ListenerPass): Promise<Result> {
+  protected async apply(pass: ListenerPass): Promise<Result> {
     const { obj: listener, key, log } = pass;
     const { namespace = '', name = '' } = listener.metadata ?? {};
     const ars = await getIgnoringNotFound<AutoscalingRunnerSet>(

@@ -6,17 +6,12 @@ import {
 } from '@aro/api';
 import {
   KubeObject,
-  type KubeApi,
-  ObjectMemory,
   type Pass,
-  type Reader,
   createOrReplace,
   exponentialBackoffMs,
   isNotFound,
   objectKey,
 } from '@aro/kube';
-import type { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
@@ -24,7 +19,7 @@ import type { ListenerControllerMetrics } from './listener-controller-metrics';
 import { hashOf } from './listener-resources';
 import { describeError } from '../shared/describe-error';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
  * their defaults, when each listener's config is due to be built again, and the small writes every
@@ -60,16 +55,8 @@ export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDep
 /** One pass of one listener. */
 export type ListenerPass = Pass<AutoscalingListener>;
 
-export interface ListenerContext {
-  client: KubeApi;
-  cache: Reader;
-  resolver: SecretResolver;
-  events?: Pick<EventRecorder, 'record'>;
-  metrics?: ListenerControllerMetrics;
+export interface ListenerContext extends ScaleSetPorts<ListenerControllerMetrics> {
   opts: Required<AutoscalingListenerReconcilerOptions>;
-  now: () => number;
-  /** Everything remembered per listener; forgotten once, when the listener is gone. */
-  memory: ObjectMemory;
   configRefresh: ListenerConfigRefresh;
 }
 
@@ -77,7 +64,7 @@ export function listenerContext(
   deps: AutoscalingListenerReconcilerDeps,
   options: AutoscalingListenerReconcilerOptions,
 ): ListenerContext {
-  const now = deps.now ?? Date.now;
+  const ports = scaleSetPorts(deps);
   const opts: Required<AutoscalingListenerReconcilerOptions> = {
     metricsAddr: options.metricsAddr ?? ':8080',
     metricsEndpoint: options.metricsEndpoint ?? '/metrics',
@@ -90,24 +77,13 @@ export function listenerContext(
     resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
     credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
   };
-  const memory = new ObjectMemory();
-  // The gauge is the registry's, not this memory's: its series goes when the listener is forgotten.
-  if (deps.metrics) memory.onForget((key) => deps.metrics?.forget(key));
-  return {
-    client: deps.client,
-    cache: deps.cache,
-    resolver: deps.resolver,
-    events: deps.events,
-    metrics: deps.metrics,
-    opts,
+  const { now, memory } = ports;
+  const refresh = new ListenerConfigRefresh(
+    opts.credentialRefreshIntervalMs,
     now,
-    memory,
-    configRefresh: new ListenerConfigRefresh(
-      opts.credentialRefreshIntervalMs,
-      now,
-      memory.slot('config builds'),
-    ),
-  };
+    memory.slot('config builds'),
+  );
+  return { ...ports, opts, configRefresh: refresh };
 }
 
 export function restartBackoffMs(ctx: Pick<ListenerContext, 'opts'>, restarts: number): number {

@@ -1,16 +1,7 @@
-import {
-  ExponentialBackoffRateLimiter,
-  type KeyedStore,
-  type KubeApi,
-  ObjectMemory,
-  type Pass,
-  type Reader,
-} from '@aro/kube';
+import { ExponentialBackoffRateLimiter, type KeyedStore, type Pass } from '@aro/kube';
 import type { AutoscalingRunnerSet } from '@aro/api';
-import type { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, and per set the failures in a row (the backoff) and when the service was last
@@ -45,15 +36,8 @@ export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
 /** One pass of one AutoscalingRunnerSet. */
 export type ScaleSetPass = Pass<AutoscalingRunnerSet>;
 
-export interface ScaleSetContext {
-  client: KubeApi;
-  cache: Reader;
-  resolver: SecretResolver;
-  events?: Pick<EventRecorder, 'record'>;
+export interface ScaleSetContext extends ScaleSetPorts {
   opts: Required<AutoscalingRunnerSetReconcilerOptions>;
-  now: () => number;
-  /** Everything remembered per set; forgotten once, when the set is gone. */
-  memory: ObjectMemory;
   /** Per set: failures in a row to reach the service, and the wait before the next attempt. */
   failures: ExponentialBackoffRateLimiter;
   /** Per set: when the service last said the scale set exists. */
@@ -77,20 +61,12 @@ export function scaleSetContext(
     drainPollMs: options.drainPollMs ?? 1_000,
     actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
   };
-  const memory = new ObjectMemory();
+  const ports = scaleSetPorts(deps);
+  const failures = ports.memory.slot<number>('service failures');
   return {
-    client: deps.client,
-    cache: deps.cache,
-    resolver: deps.resolver,
-    events: deps.events,
+    ...ports,
     opts,
-    now: deps.now ?? Date.now,
-    memory,
-    failures: new ExponentialBackoffRateLimiter(
-      opts.errorBackoffBaseMs,
-      opts.errorBackoffMaxMs,
-      memory.slot('service failures'),
-    ),
-    lastChecked: memory.slot('scale set checked'),
+    failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs, failures),
+    lastChecked: ports.memory.slot('scale set checked'),
   };
 }

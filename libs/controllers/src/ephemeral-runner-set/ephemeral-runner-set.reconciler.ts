@@ -6,16 +6,7 @@ import {
   EphemeralRunnerSetPhase,
   integrityHash,
 } from '@aro/api';
-import {
-  type Pass,
-  ReconcileContext,
-  Reconciler,
-  Request,
-  Result,
-  patchingFinalizers,
-  requeueAfter,
-  reconcileFinalized,
-} from '@aro/kube';
+import { FinalizingReconciler, type Pass, type Released, Result, requeueAfter } from '@aro/kube';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
@@ -58,40 +49,34 @@ export type {
  * The set's spec is the listener's: this controller never patches it, only its status, finalizer and
  * integrity-hash annotation.
  */
-export class EphemeralRunnerSetReconciler implements Reconciler {
-  private readonly ctx: RunnerSetContext;
-  private readonly status: RunnerSetStatusWriter;
-  private readonly proxySecret: RunnerProxySecret;
-  private readonly scaling: RunnerSetScaling;
-  private readonly transitions: RunnerSetTransitions;
-  private readonly finalizer: RunnerSetFinalizer;
-  private readonly failureCondition: RunnerFailureCondition;
+export class EphemeralRunnerSetReconciler extends FinalizingReconciler<EphemeralRunnerSet, RunnerSetContext> {
+  private readonly removal = new RunnerRemoval(this.ctx);
+  private readonly status = new RunnerSetStatusWriter(this.ctx);
+  private readonly proxySecret = new RunnerProxySecret(this.ctx);
+  private readonly scaling = new RunnerSetScaling(this.ctx, this.removal);
+  private readonly transitions = new RunnerSetTransitions(
+    this.ctx,
+    this.removal,
+    this.proxySecret,
+    this.status,
+  );
+  private readonly finalizer = new RunnerSetFinalizer(this.ctx, this.removal, this.status);
+  private readonly failureCondition = new RunnerFailureCondition(this.ctx.memory.slot('runner failures'));
 
   constructor(deps: EphemeralRunnerSetReconcilerDeps, options: EphemeralRunnerSetReconcilerOptions = {}) {
-    this.ctx = runnerSetContext(deps, options);
-    const removal = new RunnerRemoval(this.ctx);
-    this.status = new RunnerSetStatusWriter(this.ctx);
-    this.proxySecret = new RunnerProxySecret(this.ctx);
-    this.scaling = new RunnerSetScaling(this.ctx, removal);
-    this.transitions = new RunnerSetTransitions(this.ctx, removal, this.proxySecret, this.status);
-    this.finalizer = new RunnerSetFinalizer(this.ctx, removal, this.status);
-    this.failureCondition = new RunnerFailureCondition(this.ctx.memory.slot('runner failures'));
-  }
-
-  reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-    return reconcileFinalized<EphemeralRunnerSet>(req, ctx, {
-      reader: this.ctx.cache,
+    super(runnerSetContext(deps, options), {
       kind: EphemeralRunnerSetKind,
       finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
-      write: patchingFinalizers(this.ctx.client, EphemeralRunnerSetKind),
-      memory: this.ctx.memory,
-      apply: (live) => this.apply(live),
-      cleanup: (deleting) => this.finalizer.finalize(deleting),
     });
   }
 
+  /** Deleting the set: see {@link RunnerSetFinalizer}. */
+  protected cleanup(deleting: Pass<EphemeralRunnerSet>): Promise<Result | Released> {
+    return this.finalizer.finalize(deleting);
+  }
+
   /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
-  private async apply(live: Pass<EphemeralRunnerSet>): Promise<Result> {
+  protected async apply(live: Pass<EphemeralRunnerSet>): Promise<Result> {
     const { key, log } = live;
     const behindMs = this.status.behindMs(key, live.obj.metadata?.resourceVersion);
     if (behindMs > 0) {

@@ -1,19 +1,9 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import {
-  Expectations,
-  type KeyedStore,
-  type KubeApi,
-  ObjectMemory,
-  type Pass,
-  type Reader,
-  isControlledBy,
-} from '@aro/kube';
-import type { SecretResolver } from '@aro/secrets';
-import type { EventRecorder } from '../events/event-recorder';
+import { Expectations, type KeyedStore, type Pass, type Reader, isControlledBy } from '@aro/kube';
 import type { RunnersByState } from './runner-states';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
  * What the parts of the EphemeralRunnerSet reconciler are built from: the ports (client, cache,
  * resolver, events), its settings with their defaults, and its one per-set memory with the slots the
@@ -52,16 +42,8 @@ export interface RunnerSetPass extends Pass<EphemeralRunnerSet> {
   readonly states: RunnersByState;
 }
 
-export interface RunnerSetContext {
-  client: KubeApi;
-  cache: Reader;
-  resolver: SecretResolver;
-  events?: Pick<EventRecorder, 'record'>;
-  metrics?: EphemeralRunnerSetMetrics;
+export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetrics> {
   opts: Required<EphemeralRunnerSetReconcilerOptions>;
-  now: () => number;
-  /** Everything remembered per set; forgotten once, when the set is gone. */
-  memory: ObjectMemory;
   /** Creations and deletions of the last pass the cache does not show yet. */
   expectations: Expectations;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
@@ -72,20 +54,11 @@ export function runnerSetContext(
   deps: EphemeralRunnerSetReconcilerDeps,
   options: EphemeralRunnerSetReconcilerOptions,
 ): RunnerSetContext {
-  const now = deps.now ?? Date.now;
-  const memory = new ObjectMemory();
-  // The gauges are the registry's, not this memory's: their series go when the set is forgotten.
-  if (deps.metrics) memory.onForget((key) => deps.metrics?.forget(key));
+  const ports = scaleSetPorts(deps);
   return {
-    client: deps.client,
-    cache: deps.cache,
-    resolver: deps.resolver,
-    events: deps.events,
-    metrics: deps.metrics,
-    now,
-    memory,
-    expectations: new Expectations(30_000, now, memory.slot('expectations')),
-    failureBackoff: memory.slot('failed-runner backoff'),
+    ...ports,
+    expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
+    failureBackoff: ports.memory.slot('failed-runner backoff'),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
       failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,
