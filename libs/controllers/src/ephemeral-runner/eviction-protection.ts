@@ -1,14 +1,6 @@
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, type ResourceKind, hasJob } from '@aro/api';
-import {
-  type KeyedStore,
-  PodKind,
-  type Result,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  done,
-} from '@aro/kube';
+import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { type RunnerContext, runnerKey } from './reconciler-context';
@@ -95,15 +87,13 @@ export class EvictionProtection {
   /** Namespaces whose budget this process created or found. */
   private readonly budgets = new Set<string>();
   /** The pod UID last marked busy, per runner: the cache may not show the patch on the next pass. */
-  private readonly marked: KeyedStore<string>;
+  private readonly marked = this.ctx.memory.slot<string>('pod marked busy');
 
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
     private readonly enabled: boolean,
-  ) {
-    this.marked = ctx.memory.slot('pod marked busy');
-  }
+  ) {}
 
   /**
    * Called for a live runner with a pod, before the pod follower. Returns a result when it ended the

@@ -2,7 +2,6 @@ import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, hasContainerHookCo
 import { isJobStillRunning } from '@aro/actions';
 import {
   LazyCopy,
-  type KeyedStore,
   type Released,
   type Result,
   isConflict,
@@ -31,15 +30,13 @@ import { describeError } from '../shared/describe-error';
  */
 export class RunnerFinalization {
   /** The UID of each runner (by namespace/name) whose removal this process has queued. */
-  private readonly queuedByThisProcess: KeyedStore<string>;
+  private readonly queuedByThisProcess = this.ctx.memory.slot<string>('removal queued');
 
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
     private readonly cleanup: RunnerCleanup,
-  ) {
-    this.queuedByThisProcess = ctx.memory.slot('removal queued');
-  }
+  ) {}
 
   /**
    * The cleanup of a runner being deleted: release its registration, delete its pod and secret. The
