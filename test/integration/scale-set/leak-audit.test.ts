@@ -103,6 +103,12 @@ describe('Leak audit in the AutoscalingRunnerSet status', () => {
     expect(await sweep.sweepOnce()).toBe(0);
     const clean = (await f.read<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, name))!.status?.orphanSweep;
     expect(clean).toMatchObject({ registrations: 1, runners: 1, orphans: 0, orphansRemoved: 1 });
+    // The same figures as the leader's gauges (the dashboard's leak audit panel).
+    const gauge = async (metric: string) =>
+      (await f.registry.getSingleMetric(metric)?.get())?.values.find((v) => v.labels.name === name)?.value;
+    expect(await gauge('aro_orphan_sweep_registrations')).toBe(1);
+    expect(await gauge('aro_orphan_sweep_runners')).toBe(1);
+    expect(await gauge('aro_orphan_sweep_orphans')).toBe(0);
 
     // A pass that changes nothing writes nothing: the recorded pass stays the one before.
     expect(await sweep.sweepOnce()).toBe(0);

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Annotations, AutoscalingRunnerSet, AutoscalingRunnerSetKind, type OrphanSweepAudit } from '@aro/api';
 import { type KubeClient, isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import type { Gauge, Registry } from 'prom-client';
+import { type Logger, getOrCreateGauge, metricsRegistry } from '@aro/observability';
 
 /** What one sweep pass saw on one scale set, from the namespaces that registered runners on it. */
 export interface ScaleSetSweepResult {
@@ -24,7 +25,10 @@ export interface LeakAuditOptions {
   client: KubeClient;
   logger: Logger;
   now?: () => number;
+  registry?: Registry;
 }
+
+type AuditGauge = Gauge<'namespace' | 'name'>;
 
 /**
  * Writes the sweep's findings into each AutoscalingRunnerSet's `status.orphanSweep` (the leak audit
@@ -37,14 +41,33 @@ export interface LeakAuditOptions {
  */
 export class LeakAudit {
   private readonly now: () => number;
+  private readonly gauges: Record<'registrations' | 'runners' | 'orphans', AuditGauge>;
+  /** The sets the gauges carry a series for, so a set gone from the pass loses its series. */
+  private published = new Set<string>();
 
   constructor(private readonly opts: LeakAuditOptions) {
     this.now = opts.now ?? Date.now;
+    const registry = opts.registry ?? metricsRegistry();
+    const gauge = (name: string, help: string): AuditGauge =>
+      getOrCreateGauge(registry, { name, help, labelNames: ['namespace', 'name'] });
+    this.gauges = {
+      registrations: gauge(
+        'aro_orphan_sweep_registrations',
+        "ARO: runner registrations the Actions service listed for the AutoscalingRunnerSet's scale set at the last sweep pass.",
+      ),
+      runners: gauge(
+        'aro_orphan_sweep_runners',
+        'ARO: EphemeralRunners holding a registration on the scale set at the last sweep pass.',
+      ),
+      orphans: gauge(
+        'aro_orphan_sweep_orphans',
+        'ARO: registrations without an EphemeralRunner at the last sweep pass (in their grace or queued for removal).',
+      ),
+    };
   }
 
   /** Records the pass's results; returns how many AutoscalingRunnerSets were written. */
   async record(results: ScaleSetSweepResult[]): Promise<number> {
-    if (results.length === 0) return 0;
     const byKey = new Map<string, ScaleSetSweepResult>();
     for (const result of results) {
       for (const namespace of result.namespaces) byKey.set(`${namespace}|${result.runnerScaleSetId}`, result);
@@ -58,12 +81,24 @@ export class LeakAudit {
       );
     }
     let written = 0;
+    const published = new Set<string>();
     for (const ars of sets) {
       const id = Number(ars.metadata?.annotations?.[Annotations.runnerScaleSetId]);
       const result = byKey.get(`${ars.metadata?.namespace}|${id}`);
       if (!result || !(id > 0)) continue;
+      const labels = { namespace: ars.metadata?.namespace ?? '', name: ars.metadata?.name ?? '' };
+      this.gauges.registrations.set(labels, result.registrations);
+      this.gauges.runners.set(labels, result.runners);
+      this.gauges.orphans.set(labels, result.orphans);
+      published.add(JSON.stringify(labels));
       if (await this.write(ars, result)) written++;
     }
+    for (const key of this.published) {
+      if (published.has(key)) continue;
+      const labels = JSON.parse(key) as { namespace: string; name: string };
+      for (const g of Object.values(this.gauges)) g.remove(labels);
+    }
+    this.published = published;
     return written;
   }
 

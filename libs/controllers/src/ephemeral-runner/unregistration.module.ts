@@ -152,7 +152,7 @@ export class UnregistrationWorkers implements OnModuleInit {
           graceMs: opts.orphanGraceMs,
           maxRemovalsPerPass: opts.orphanMaxRemovalsPerPass,
           registry,
-          audit: new LeakAudit({ client, logger: logger.child({ component: 'leak-audit' }) }),
+          audit: new LeakAudit({ client, logger: logger.child({ component: 'leak-audit' }), registry }),
         }),
     },
     UnregistrationWorkers,
