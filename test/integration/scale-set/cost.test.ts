@@ -132,8 +132,9 @@ describe('The cost of a runner set per job', () => {
         ...deletesPerRunner.map((r) => `  ${r.runner}: ${r.deletes} delete(s)`),
       ].join('\n'),
     );
-    // Evidence the log holds each runner's end: it was deleted.
-    expect(deletesPerRunner.filter((r) => r.deletes === 0)).toEqual([]);
+    // Each runner's end is in the log (it was deleted), and only once: its own controller deletes it as
+    // its job ends, and the set's pass that sees it Succeeded before the deletion skips the request.
+    expect(deletesPerRunner.filter((r) => r.deletes !== 1)).toEqual([]);
     expect(proxySecretReads).toEqual([]);
   });
 });

@@ -1,6 +1,5 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, hasJob } from '@aro/api';
 import { isActionsNotFound, isJobStillRunning } from '@aro/actions';
-import { isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
 import { RunnersByState, idleRunnerCandidates } from './runner-states';
@@ -15,13 +14,8 @@ export class RunnerRemoval {
   constructor(private readonly ctx: RunnerSetContext) {}
 
   /** Finished runners are removed at once: they hold nothing, and upstream's wait for the next patch only delays their cleanup. */
-  async deleteFinished(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    log: Logger,
-  ): Promise<void> {
-    for (const runner of states.succeeded) await this.deleteRunner(set, key, runner, log, 'finished');
+  async deleteFinished(key: string, states: RunnersByState, log: Logger): Promise<void> {
+    for (const runner of states.succeeded) await this.deleteRunner(key, runner, log, 'finished');
   }
 
   /**
@@ -47,7 +41,7 @@ export class RunnerRemoval {
         failures.push(runner.metadata?.name ?? '');
         continue;
       }
-      await this.deleteRunner(set, key, runner, log, 'scale-down');
+      await this.deleteRunner(key, runner, log, 'scale-down');
       deleted++;
     }
     log.info('Scaled down idle runners', { wanted: count, deleted });
@@ -73,7 +67,7 @@ export class RunnerRemoval {
     let remaining = 0;
     let releasedIdle = 0;
     for (const runner of [...states.succeeded, ...states.failed, ...states.outdated]) {
-      await this.deleteRunner(set, key, runner, log, 'done');
+      await this.deleteRunner(key, runner, log, 'done');
     }
     for (const runner of [...states.pending, ...states.running]) {
       if (hasJob(runner)) {
@@ -87,7 +81,7 @@ export class RunnerRemoval {
           continue;
         }
       }
-      await this.deleteRunner(set, key, runner, log, 'cleanup');
+      await this.deleteRunner(key, runner, log, 'cleanup');
       releasedIdle++;
     }
     return { withJob: remaining, releasedIdle };
@@ -124,22 +118,16 @@ export class RunnerRemoval {
     }
   }
 
-  async deleteRunner(
-    set: EphemeralRunnerSet,
-    key: string,
-    runner: EphemeralRunner,
-    log: Logger,
-    why: string,
-  ): Promise<void> {
+  async deleteRunner(key: string, runner: EphemeralRunner, log: Logger, why: string): Promise<void> {
     const name = runner.metadata?.name ?? '';
-    try {
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
-        preconditions: { uid: runner.metadata?.uid },
-      });
-      this.ctx.expectations.expectDeletion(key, name);
-      log.debug('Deleted a runner', { runner: name, why, phase: runner.status?.phase });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    // A finished runner's own controller deletes it as its job ends, and this pass may come before
+    // the cache shows that: the shared record of issued deletions saves the second request.
+    const issued = await this.ctx.deletions.delete(this.ctx.deps.client, EphemeralRunnerKind, runner);
+    this.ctx.expectations.expectDeletion(key, name);
+    log.debug(issued ? 'Deleted a runner' : 'The deletion of this runner is already issued', {
+      runner: name,
+      why,
+      phase: runner.status?.phase,
+    });
   }
 }

@@ -1,5 +1,5 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { Expectations, isControlledBy } from '@aro/kube';
+import { Expectations, IssuedDeletions, isControlledBy } from '@aro/kube';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
 import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
@@ -41,6 +41,8 @@ export interface RunnerSetContext {
   now: () => number;
   /** Creations and deletions of the last pass the cache does not show yet. */
   expectations: Expectations;
+  /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
+  deletions: IssuedDeletions;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
   failureBackoff: Map<string, FailureBackoff>;
 }
@@ -54,6 +56,7 @@ export function runnerSetContext(
     deps,
     now,
     expectations: new Expectations(30_000, now),
+    deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
     failureBackoff: new Map(),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],

@@ -25,7 +25,7 @@ export class RunnerSetScaling {
     log: Logger,
   ): Promise<Result> {
     let result: Result = done;
-    await this.removal.deleteFinished(set, key, states, log);
+    await this.removal.deleteFinished(key, states, log);
     if (states.failed.length > 0) result = await this.replaceFailed(set, key, states, log);
     const backoffEntry = this.ctx.failureBackoff.get(key);
     if (backoffEntry && states.running.some((r) => r.status?.ready)) {
@@ -78,7 +78,7 @@ export class RunnerSetScaling {
   ): Promise<Result> {
     const backoff = this.ctx.failureBackoff.get(key) ?? { failuresInARow: 0, notBefore: 0, owed: 0 };
     for (const runner of states.failed) {
-      await this.removal.deleteRunner(set, key, runner, log, 'failed');
+      await this.removal.deleteRunner(key, runner, log, 'failed');
       backoff.failuresInARow += 1;
       backoff.owed += 1;
       this.ctx.deps.events?.record(

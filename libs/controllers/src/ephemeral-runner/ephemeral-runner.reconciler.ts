@@ -24,6 +24,7 @@ import {
   removeFinalizer,
   requeueAfter,
   Expectations,
+  IssuedDeletions,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnerCleanup } from './cleanup';
@@ -36,6 +37,7 @@ import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
+  deleteRunnerOnce,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
@@ -97,6 +99,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       userAgent: options.userAgent,
       slowRetries: new SlowRetries(),
       jitSecrets: new KnownJitSecrets(),
+      deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
     };
     this.podCreations = new Expectations(30_000, now);
     this.status = new RunnerStatusWriter(this.ctx);
@@ -151,6 +154,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (!runner.spec) return this.refuseWithoutSpec(runner, log);
 
     if (isBeingDeleted(runner)) {
+      this.ctx.deletions.observe(runner);
       this.status.publishPhase(runner, '');
     } else {
       this.status.publishPhase(runner, runner.status?.phase);
@@ -282,7 +286,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         REASON_TOO_MANY_POD_FAILURES,
         `The runner pod failed ${failures} times (limit ${this.ctx.maxFailures}); deleting the EphemeralRunner so that it is recreated`,
       );
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
+      await deleteRunnerOnce(this.ctx, runner);
       return done;
     }
 

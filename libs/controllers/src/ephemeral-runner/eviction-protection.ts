@@ -1,9 +1,9 @@
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind, type ResourceKind, hasJob } from '@aro/api';
+import { EphemeralRunner, type ResourceKind, hasJob } from '@aro/api';
 import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
-import { type RunnerContext, runnerKey } from './reconciler-context';
+import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
 import type { RunnerStatusWriter } from './status-writer';
 
@@ -118,7 +118,6 @@ export class EvictionProtection {
    * on, so the runner goes as a whole: its finalizer removes the registration before the pod is gone.
    */
   private async replaceEvicted(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<Result> {
-    const { namespace = '', name = '' } = runner.metadata ?? {};
     log.info('The pod of an idle runner is being deleted (evicted or drained); deleting the runner', {
       podUid: pod.metadata?.uid,
     });
@@ -128,11 +127,7 @@ export class EvictionProtection {
       REASON_RUNNER_POD_EVICTED,
       'The runner pod was evicted or deleted while the runner was idle; its registration is removed and the set replaces it',
     );
-    try {
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await deleteRunnerOnce(this.ctx, runner);
     return done;
   }
 

@@ -64,6 +64,7 @@ export function setupEphemeralRunnerController(
       observers: parts.observers,
       logger,
       now: parts.now,
+      deletions: parts.deletions,
     },
     {
       userAgent: config.userAgent,

@@ -1,5 +1,12 @@
 import { Registry } from 'prom-client';
-import { KubeClient, Manager, type KubeApi, type ProviderLookup, type Reader } from '@aro/kube';
+import {
+  IssuedDeletions,
+  KubeClient,
+  Manager,
+  type KubeApi,
+  type ProviderLookup,
+  type Reader,
+} from '@aro/kube';
 import { LOGGER, type Logger, metricsRegistry } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
@@ -21,6 +28,8 @@ export interface ControllerParts {
   registry?: Registry;
   /** The clock of the time-based branches (tests). */
   now?: () => number;
+  /** The app's record of issued deletions, shared so two controllers never delete one object twice. */
+  deletions?: IssuedDeletions;
 }
 
 /** The parts, out of the app's global providers. */
@@ -36,6 +45,7 @@ export function controllerPartsOf(providers: ProviderLookup, now?: () => number)
     logger: providers<Logger>(LOGGER),
     registry: providers<Registry>(Registry),
     now,
+    deletions: providers(IssuedDeletions),
   };
 }
 
@@ -57,6 +67,8 @@ export interface ScaleSetReconcilerDeps {
   events?: EventRecorder;
   logger: Logger;
   now?: () => number;
+  /** Deletions already issued, by this controller or another of the app (ControllerParts.deletions). */
+  deletions?: IssuedDeletions;
 }
 
 /** The deps, and the reconciler's own metrics on the app's registry (or the default one). */
@@ -82,5 +94,6 @@ export function scaleSetReconcilerDeps<Metrics>(
     events: eventRecorderFor(parts, events ?? 'all'),
     logger: parts.logger,
     now: parts.now,
+    deletions: parts.deletions,
   };
 }

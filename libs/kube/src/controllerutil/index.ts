@@ -4,3 +4,4 @@ export * from './not-found';
 export * from './create-or-replace';
 export * from './expectations';
 export * from './own-writes';
+export * from './issued-deletions';
