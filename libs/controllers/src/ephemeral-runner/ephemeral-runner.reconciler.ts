@@ -32,7 +32,8 @@ import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
 import { KnownJitSecrets } from './known-jit-secrets';
-import { isBeingDeleted } from './pod-state';
+import { isBeingDeleted, podTerminated } from './pod-state';
+import { linkRunnerToJob } from './job-link';
 import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
@@ -326,6 +327,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
     // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
     this.ctx.slowRetries.reset(key);
+    if (!podTerminated(pod)) runner = await linkRunnerToJob(runner, this.status, log);
     const evicted = await this.evictionProtection.guard(runner, pod, log);
     if (evicted) return evicted;
     return this.startWatchdog.guard(runner, pod, signal, log, () =>

@@ -5,6 +5,7 @@ import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
+import { carriesJobLink, jobLinkMetadata } from './job-link';
 import type { RunnerStatusWriter } from './status-writer';
 
 /** On a runner pod while its runner executes a job: what the busy-runner PodDisruptionBudget selects. */
@@ -108,7 +109,7 @@ export class EvictionProtection {
       if (hasJob(runner) || podTerminated(pod)) return undefined;
       return this.replaceEvicted(runner, pod, log);
     }
-    if (this.enabled && hasJob(runner) && !podTerminated(pod)) await this.markBusy(runner, pod, log);
+    if (hasJob(runner) && !podTerminated(pod)) await this.markBusy(runner, pod, log);
     return undefined;
   }
 
@@ -131,19 +132,28 @@ export class EvictionProtection {
     return done;
   }
 
+  /** The busy marks (when protection is on) and the job link (job-link.ts), in one pod patch per job. */
   private async markBusy(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<void> {
     const key = runnerKey(runner);
     const uid = pod.metadata?.uid ?? '';
-    if (podMarkedBusy(pod) || this.marked.get(key) === uid) return;
+    const link = jobLinkMetadata(runner) ?? { labels: {}, annotations: {} };
+    const marked = !this.enabled || podMarkedBusy(pod);
+    if ((marked && carriesJobLink(pod, link)) || this.marked.get(key) === uid) return;
     const namespace = pod.metadata?.namespace ?? '';
-    await this.ensureBudget(namespace, log);
+    if (this.enabled) await this.ensureBudget(namespace, log);
+    const busy = this.enabled
+      ? {
+          labels: { [BUSY_RUNNER_LABEL]: 'true' },
+          annotations: { [SAFE_TO_EVICT_ANNOTATION]: 'false', [DO_NOT_DISRUPT_ANNOTATION]: 'true' },
+        }
+      : { labels: {}, annotations: {} };
     try {
       await this.ctx.deps.client.mergePatch<V1Pod>(PodKind, namespace, pod.metadata?.name ?? '', {
         metadata: {
           // Pinned to the pod read: a pod of the same name made since must not inherit the protection.
           uid,
-          labels: { [BUSY_RUNNER_LABEL]: 'true' },
-          annotations: { [SAFE_TO_EVICT_ANNOTATION]: 'false', [DO_NOT_DISRUPT_ANNOTATION]: 'true' },
+          labels: { ...link.labels, ...busy.labels },
+          annotations: { ...link.annotations, ...busy.annotations },
         },
       });
     } catch (err) {
@@ -154,10 +164,12 @@ export class EvictionProtection {
       });
     }
     this.marked.set(key, uid);
-    log.info('The runner executes a job: its pod now refuses voluntary eviction', {
-      jobId: runner.status?.jobId,
-      podUid: uid,
-    });
+    log.info(
+      this.enabled
+        ? 'The runner executes a job: its pod now refuses voluntary eviction'
+        : 'The runner executes a job: its pod now names it',
+      { jobId: runner.status?.jobId, podUid: uid },
+    );
   }
 
   private async ensureBudget(namespace: string, log: Logger): Promise<void> {
