@@ -95,6 +95,7 @@ export class EphemeralRunnerSetReconciler implements Reconciler {
     this.ctx.deps.metrics?.forget(key);
     this.ctx.expectations.forget(key);
     this.ctx.failureBackoff.delete(key);
+    this.ctx.actedPatchIds.delete(key);
     this.failureCondition.forget(key);
     this.status.forget(key);
   }

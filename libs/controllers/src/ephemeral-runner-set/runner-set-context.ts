@@ -45,6 +45,13 @@ export interface RunnerSetContext {
   deletions: IssuedDeletions;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
   failureBackoff: Map<string, FailureBackoff>;
+  /**
+   * Per set: the last listener patch a pass acted on. A patch that created runners is also on them
+   * (their patch-id annotation); one that found the count already met created none, and without this a
+   * later pass would act on it again and replace a runner that finished since under a count that
+   * still included its job (the "51st runner" of a burst of 50).
+   */
+  actedPatchIds: Map<string, number>;
 }
 
 export function runnerSetContext(
@@ -58,6 +65,7 @@ export function runnerSetContext(
     expectations: new Expectations(30_000, now),
     deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
     failureBackoff: new Map(),
+    actedPatchIds: new Map(),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
       failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,
