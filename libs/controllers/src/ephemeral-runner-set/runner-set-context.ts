@@ -1,13 +1,22 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { Expectations, IssuedDeletions, isControlledBy } from '@aro/kube';
+import {
+  Expectations,
+  IssuedDeletions,
+  type KeyedStore,
+  type Pass,
+  type Reader,
+  isControlledBy,
+} from '@aro/kube';
+import type { RunnersByState } from './runner-states';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
- * What the parts of the EphemeralRunnerSet reconciler share: its dependencies, its settings with
- * their defaults, the cache-lag expectations and the Failed-runner backoff of each set. Each part
- * (scaling, removal of runners, the spec rollout and the Outdated rest, the proxy secret, status,
- * deletion) is a class of its own file that gets this context.
+ * What the parts of the EphemeralRunnerSet reconciler are built from: the ports (client, cache,
+ * resolver, events), its settings with their defaults, and its one per-set memory with the slots the
+ * parts keep in it (cache-lag expectations, the Failed-runner backoff). Each part (scaling, removal of
+ * runners, the spec rollout and the Outdated rest, the proxy secret, status, deletion) is a class of
+ * its own file that takes the few of these it uses, and a {@link RunnerSetPass} per call.
  */
 
 export interface EphemeralRunnerSetReconcilerOptions {
@@ -35,37 +44,39 @@ export interface FailureBackoff {
   owed: number;
 }
 
-export interface RunnerSetContext {
-  deps: EphemeralRunnerSetReconcilerDeps;
+/** One pass of one set: the set, its key, signal and logger, and its runners by state as counted. */
+export interface RunnerSetPass extends Pass<EphemeralRunnerSet> {
+  readonly states: RunnersByState;
+}
+
+export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetrics> {
   opts: Required<EphemeralRunnerSetReconcilerOptions>;
-  now: () => number;
   /** Creations and deletions of the last pass the cache does not show yet. */
   expectations: Expectations;
-  /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
-  deletions: IssuedDeletions;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
-  failureBackoff: Map<string, FailureBackoff>;
+  failureBackoff: KeyedStore<FailureBackoff>;
   /**
    * Per set: the last listener patch a pass acted on. A patch that created runners is also on them
    * (their patch-id annotation); one that found the count already met created none, and without this a
    * later pass would act on it again and replace a runner that finished since under a count that
    * still included its job (the "51st runner" of a burst of 50).
    */
-  actedPatchIds: Map<string, number>;
+  actedPatchIds: KeyedStore<number>;
+  /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
+  deletions: IssuedDeletions;
 }
 
 export function runnerSetContext(
   deps: EphemeralRunnerSetReconcilerDeps,
   options: EphemeralRunnerSetReconcilerOptions,
 ): RunnerSetContext {
-  const now = deps.now ?? Date.now;
+  const ports = scaleSetPorts(deps);
   return {
-    deps,
-    now,
-    expectations: new Expectations(30_000, now),
-    deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
-    failureBackoff: new Map(),
-    actedPatchIds: new Map(),
+    ...ports,
+    expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
+    failureBackoff: ports.memory.slot('failed-runner backoff'),
+    actedPatchIds: ports.memory.slot('acted patch ID'),
+    deletions: deps.deletions ?? new IssuedDeletions(30_000, ports.now),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
       failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,
@@ -78,11 +89,8 @@ export function runnerSetContext(
 }
 
 /** Runners this set controls, from the cache. */
-export async function ownedRunners(
-  ctx: RunnerSetContext,
-  set: EphemeralRunnerSet,
-): Promise<EphemeralRunner[]> {
-  const all = await ctx.deps.cache.list<EphemeralRunner>(EphemeralRunnerKind, {
+export async function ownedRunners(cache: Reader, set: EphemeralRunnerSet): Promise<EphemeralRunner[]> {
+  const all = await cache.list<EphemeralRunner>(EphemeralRunnerKind, {
     namespace: set.metadata?.namespace,
   });
   return all.filter((r) => isControlledBy(r, set));

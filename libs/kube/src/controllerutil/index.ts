@@ -4,4 +4,6 @@ export * from './not-found';
 export * from './create-or-replace';
 export * from './expectations';
 export * from './own-writes';
+export * from './object-memory';
+export * from './pass';
 export * from './issued-deletions';
