@@ -9,10 +9,11 @@ const root = resolve(__dirname, '..');
 
 /**
  * The budget of issue #14, per successful runner; 11 writes since the eviction protection (#23) marks
- * a runner's pod busy when its job starts, one pod patch (test/integration/ephemeral-runner/cost.test.ts).
+ * a runner's pod busy when its job starts, one pod patch; 12 since the job link (#26) labels the
+ * EphemeralRunner with its job, one metadata patch (test/integration/ephemeral-runner/cost.test.ts).
  */
 export const BUDGET = {
-  writesPerRunner: 11,
+  writesPerRunner: 12,
   actionsCallsPerRunner: 1,
   secretReadsPerRunner: 2,
   idleRssMiB: 90,

@@ -9,6 +9,7 @@ import { Registry } from 'prom-client';
 import { LOGGER, type Logger } from '@aro/observability';
 import { InformerCache } from './cache';
 import { KubeClient } from './client';
+import { IssuedDeletions } from './controllerutil/issued-deletions';
 import { type KubeConfigSource, loadKubeConfigSource } from './client/kubeconfig';
 import type { LeaderElectionOptions } from './leaderelection';
 import { Manager } from './manager/manager';
@@ -121,7 +122,9 @@ class KubeClientCloser implements OnApplicationShutdown {
     },
     ManagerLifecycle,
     KubeClientCloser,
+    // One per app: the controllers that may delete the same object skip each other's deletions.
+    { provide: IssuedDeletions, useFactory: () => new IssuedDeletions() },
   ],
-  exports: [KubeClient, InformerCache, Manager, ManagerLifecycle],
+  exports: [KubeClient, InformerCache, Manager, ManagerLifecycle, IssuedDeletions],
 })
 export class KubeModule extends KubeConfigurableModule {}

@@ -29,10 +29,12 @@ const NAMESPACE = 'cost';
 /**
  * Writes by the controller for one successful runner, Events included: 10 for its life, plus 1 for the
  * eviction protection (on by default): the one pod patch that labels and annotates the pod busy when
- * its job starts, without which a drain kills the job. The namespace's busy-runner PodDisruptionBudget
+ * its job starts, without which a drain kills the job, and which also carries the job link (job-link.ts);
+ * plus 1 for the job link on the EphemeralRunner (a metadata patch: the listener's job write goes
+ * through the status subresource, which drops labels). The namespace's busy-runner PodDisruptionBudget
  * is created once per namespace and controller process, not per runner, and is reported apart.
  */
-const WRITE_BUDGET = 11;
+const WRITE_BUDGET = 12;
 
 describe('The cost of one runner', () => {
   let cp: ControlPlane;
@@ -76,7 +78,14 @@ describe('The cost of one runner', () => {
     await runnerContainerRunning(NAMESPACE, name);
     await f.waitForRunner(name, (r) => r?.status?.phase === 'Pending', 'phase Pending');
     // The listener records the job it assigned: one status patch that is the listener's, not ours.
-    await f.kube.mergePatchStatus(EphemeralRunnerKind, NAMESPACE, name, { status: { jobId: `job-${name}` } });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, NAMESPACE, name, {
+      status: {
+        jobId: `job-${name}`,
+        jobRepositoryName: 'octo/hello',
+        workflowRunId: 7,
+        jobWorkflowRef: 'octo/hello/.github/workflows/ci.yml@refs/heads/main',
+      },
+    });
     await f.waitForRunner(name, (r) => r?.status?.phase === 'Running', 'phase Running');
     sim.runnerExited(name, 0);
     await runnerContainerTerminated(NAMESPACE, name, 0, { phase: 'Succeeded' });
@@ -112,7 +121,7 @@ describe('The cost of one runner', () => {
     );
   }
 
-  it('costs at most 11 Kubernetes writes (10, and 1 for the eviction protection), Events included, and exactly 1 Actions service call from creation to deletion', async () => {
+  it('costs at most 12 Kubernetes writes (10, 1 for the eviction protection and the pod job link, 1 for the runner job link), Events included, and exactly 1 Actions service call from creation to deletion', async () => {
     const before = await apiserverRequestCounts(cp.kubeConfig());
     sim.resetCallCounts();
 
@@ -147,8 +156,9 @@ describe('The cost of one runner', () => {
     ].join('\n');
     console.log(report);
 
-    // The busy label was written: the protection is part of what was measured.
+    // The busy label and the job link were written: both are part of what was measured.
     expect(writes.get('PATCH pods') ?? 0).toBe(1);
+    expect(writes.get('PATCH ephemeralrunners') ?? 0).toBe(3);
     expect(total + events).toBeLessThanOrEqual(WRITE_BUDGET);
     expect(actionsTotal).toBe(1);
     expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(1);

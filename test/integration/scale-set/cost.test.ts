@@ -67,15 +67,11 @@ describe('The cost of a runner set per job', () => {
     );
   }
 
-  it('never reads the proxy secret of a set without a proxy, and deletes each finished runner once', async () => {
-    const f = await suite.start();
-    const name = uniqueName('cost');
-    const scaleSetId = await createScaleSetOnService(suite.sim, name);
-    await createRunnerSet(f, name, scaleSetId);
-    const count = 3;
-    await f.scale(name, count, 1);
-
-    // Each runner starts, registers and takes a job, as the kubelet, runner and listener would.
+  /**
+   * Plays the kubelet and the runners until `count` runners of the set run and are registered, then
+   * the service starts a job on each (not yet reported by the listener).
+   */
+  async function runnersWithJobs(f: ScaleSetFixture, name: string, count: number) {
     const started = new Set<string>();
     const runners = await waitForRunners(
       f,
@@ -95,20 +91,38 @@ describe('The cost of a runner set per job', () => {
       },
       `${count} registered runners`,
     );
-    const names = runners.map((r) => r.metadata!.name!);
-    const jobs = new Map(
-      names.map((runner) => [runner, suite.sim.startJob(runner, { displayName: 'build' })]),
+    return new Map(
+      runners.map((r) => [
+        r.metadata!.name!,
+        suite.sim.startJob(r.metadata!.name!, { displayName: 'build' }),
+      ]),
     );
+  }
+
+  /** The job ends, its runner exits 0 and its pod completes. */
+  async function finishJob(f: ScaleSetFixture, runner: string, jobId: string): Promise<void> {
+    suite.sim.completeJob(jobId, 'succeeded');
+    suite.sim.runnerExited(runner, 0);
+    await runnerContainerTerminated(f.namespace, runner, 0, { phase: 'Succeeded' });
+  }
+
+  it('never reads the proxy secret of a set without a proxy, deletes each finished runner once, and links each job in one runner patch', async () => {
+    const f = await suite.start();
+    const name = uniqueName('cost');
+    const scaleSetId = await createScaleSetOnService(suite.sim, name);
+    await createRunnerSet(f, name, scaleSetId);
+    const count = 3;
+    await f.scale(name, count, 1);
+
+    // Each runner starts, registers and takes a job, as the kubelet, runner and listener would.
+    const jobs = await runnersWithJobs(f, name, count);
+    const names = [...jobs.keys()];
     for (const [runner, job] of jobs) await f.reportJobStarted(runner, job.jobId);
     // The listener's next patch once the jobs are assigned: no runner beyond the busy ones.
     await f.scale(name, 0, 2);
 
     // The jobs end, the runners exit 0 and are removed.
-    for (const [runner, job] of jobs) {
-      suite.sim.completeJob(job.jobId, 'succeeded');
-      suite.sim.runnerExited(runner, 0);
-      await runnerContainerTerminated(f.namespace, runner, 0, { phase: 'Succeeded' });
-    }
+    for (const [runner, job] of jobs) await finishJob(f, runner, job.jobId);
     await waitForRunners(f, name, (all) => all.length === 0, 'every runner gone');
     await waitFor(async () => (await f.runnerSet(name))?.status?.currentReplicas === 0, {
       description: 'the set counting 0 runners',
@@ -125,15 +139,84 @@ describe('The cost of a runner set per job', () => {
       runner,
       deletes: requestsFor('ephemeralrunners', runner, 'delete').length,
     }));
+    // The controller's metadata patches of each runner and its pod (the test writes only status): the
+    // finalizers added and removed, and the job link (job-link.ts) on the runner; on the pod, the one
+    // patch that marks it busy and names its job.
+    const patchesPerRunner = names.map((runner) => ({
+      runner,
+      runnerPatches: requestsFor('ephemeralrunners', runner, 'patch').length,
+      podPatches: requestsFor('pods', runner, 'patch').length,
+    }));
     console.log(
       [
         `Runner-set requests for ${count} jobs (audit log):`,
         `  proxy secret reads (no proxy configured): ${proxySecretReads.length}`,
         ...deletesPerRunner.map((r) => `  ${r.runner}: ${r.deletes} delete(s)`),
+        ...patchesPerRunner.map(
+          (r) => `  ${r.runner}: ${r.runnerPatches} runner patch(es), ${r.podPatches} pod patch(es)`,
+        ),
       ].join('\n'),
     );
-    // Evidence the log holds each runner's end: it was deleted.
-    expect(deletesPerRunner.filter((r) => r.deletes === 0)).toEqual([]);
+    // Each runner's end is in the log (it was deleted), and only once: its own controller deletes it as
+    // its job ends, and the set's pass that sees it Succeeded before the deletion skips the request.
+    expect(deletesPerRunner.filter((r) => r.deletes !== 1)).toEqual([]);
     expect(proxySecretReads).toEqual([]);
+    // The job link costs the runner one patch and the pod none beyond its busy patch.
+    expect(patchesPerRunner.filter((r) => r.runnerPatches > 3 || r.podPatches !== 1)).toEqual([]);
+  });
+
+  it('creates one runner per job of a burst: one that ends under a count that still held its job is not replaced', async () => {
+    const f = await suite.start();
+    const name = uniqueName('burst');
+    const scaleSetId = await createScaleSetOnService(suite.sim, name);
+    await createRunnerSet(f, name, scaleSetId);
+    const burst = 10;
+    // The burst's jobs are acquired: the listener asks for one runner per job.
+    await f.scale(name, burst, 1);
+    const jobs = await runnersWithJobs(f, name, burst);
+    // The message with the JobStarted events: the listener writes the same count under a new patch ID
+    // (the service's statistics still count every job), then records each job on its runner.
+    await f.scale(name, burst, 2);
+    for (const [runner, job] of jobs) await f.reportJobStarted(runner, job.jobId);
+    await waitFor(async () => (await f.runnerSet(name))?.status?.runningEphemeralRunners === burst, {
+      description: `the set counting ${burst} running runners, after the second patch`,
+    });
+
+    // One job ends before the listener's next message: its runner finishes and goes. The set's pass
+    // that sees it gone (its status says so) is the one that used to replace it under patch 2.
+    const [first, firstJob] = [...jobs][0];
+    await finishJob(f, first, firstJob.jobId);
+    // Either the set counts the runners left, or it has made a new one (what this test catches).
+    const replacements = await waitFor(
+      async () => {
+        const made = live(await f.runners(name)).filter((r) => !jobs.has(r.metadata?.name ?? ''));
+        if (made.length > 0) return made;
+        return (await f.runnerSet(name))?.status?.currentReplicas === burst - 1 ? made : undefined;
+      },
+      { description: `the set counting ${burst - 1} runners once the first is gone, or a new runner` },
+    );
+    const afterFirst = live(await f.runners(name)).length;
+
+    // The listener's next message (JobCompleted; the statistics count one job fewer), then the rest end.
+    await f.scale(name, burst - 1, 3);
+    for (const [runner, job] of [...jobs].slice(1)) await finishJob(f, runner, job.jobId);
+    await waitForRunners(f, name, (all) => all.length === 0, 'every runner gone');
+    const requests = await auditLogUpToNow(f);
+    const created = requests.filter(
+      (r) => r.verb === 'create' && r.resource === 'ephemeralrunners' && r.namespace === f.namespace,
+    ).length;
+    console.log(
+      [
+        `Runners for a burst of ${burst} jobs (audit log):`,
+        `  created: ${created}`,
+        `  live after the first job ended under the standing count: ${afterFirst}`,
+        `  made under that count: ${replacements.map((r) => r.metadata?.name).join(', ') || 'none'}`,
+      ].join('\n'),
+    );
+    expect({ created, afterFirst, replaced: replacements.length }).toEqual({
+      created: burst,
+      afterFirst: burst - 1,
+      replaced: 0,
+    });
   });
 });

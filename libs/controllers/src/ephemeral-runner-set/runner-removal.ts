@@ -1,6 +1,5 @@
 import { EphemeralRunner, EphemeralRunnerKind, hasJob } from '@aro/api';
 import { isActionsNotFound, isJobStillRunning } from '@aro/actions';
-import { isNotFound } from '@aro/kube';
 import { configHolderOfRunnerSet } from '@aro/secrets';
 import { idleRunnerCandidates } from './runner-states';
 import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
@@ -12,7 +11,10 @@ import { describeError } from '../shared/describe-error';
  */
 export class RunnerRemoval {
   constructor(
-    private readonly ctx: Pick<RunnerSetContext, 'client' | 'resolver' | 'expectations' | 'opts'>,
+    private readonly ctx: Pick<
+      RunnerSetContext,
+      'client' | 'resolver' | 'expectations' | 'opts' | 'deletions'
+    >,
   ) {}
 
   /** Finished runners are removed at once: they hold nothing, and upstream's wait for the next patch only delays their cleanup. */
@@ -108,19 +110,19 @@ export class RunnerRemoval {
   }
 
   async deleteRunner(
-    { obj: set, key, log }: Pick<RunnerSetPass, 'obj' | 'key' | 'log'>,
+    { key, log }: Pick<RunnerSetPass, 'key' | 'log'>,
     runner: EphemeralRunner,
     why: string,
   ): Promise<void> {
     const name = runner.metadata?.name ?? '';
-    try {
-      await this.ctx.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
-        preconditions: { uid: runner.metadata?.uid },
-      });
-      this.ctx.expectations.expectDeletion(key, name);
-      log.debug('Deleted a runner', { runner: name, why, phase: runner.status?.phase });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    // A finished runner's own controller deletes it as its job ends, and this pass may come before
+    // the cache shows that: the shared record of issued deletions saves the second request.
+    const issued = await this.ctx.deletions.delete(this.ctx.client, EphemeralRunnerKind, runner);
+    this.ctx.expectations.expectDeletion(key, name);
+    log.debug(issued ? 'Deleted a runner' : 'The deletion of this runner is already issued', {
+      runner: name,
+      why,
+      phase: runner.status?.phase,
+    });
   }
 }

@@ -1,5 +1,12 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { Expectations, type KeyedStore, type Pass, type Reader, isControlledBy } from '@aro/kube';
+import {
+  Expectations,
+  IssuedDeletions,
+  type KeyedStore,
+  type Pass,
+  type Reader,
+  isControlledBy,
+} from '@aro/kube';
 import type { RunnersByState } from './runner-states';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
@@ -48,6 +55,15 @@ export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetric
   expectations: Expectations;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
   failureBackoff: KeyedStore<FailureBackoff>;
+  /**
+   * Per set: the last listener patch a pass acted on. A patch that created runners is also on them
+   * (their patch-id annotation); one that found the count already met created none, and without this a
+   * later pass would act on it again and replace a runner that finished since under a count that
+   * still included its job (the "51st runner" of a burst of 50).
+   */
+  actedPatchIds: KeyedStore<number>;
+  /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
+  deletions: IssuedDeletions;
 }
 
 export function runnerSetContext(
@@ -59,6 +75,8 @@ export function runnerSetContext(
     ...ports,
     expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
     failureBackoff: ports.memory.slot('failed-runner backoff'),
+    actedPatchIds: ports.memory.slot('acted patch ID'),
+    deletions: deps.deletions ?? new IssuedDeletions(30_000, ports.now),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
       failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,

@@ -9,7 +9,7 @@ export class RunnerSetScaling {
   constructor(
     private readonly ctx: Pick<
       RunnerSetContext,
-      'client' | 'events' | 'expectations' | 'failureBackoff' | 'now' | 'opts'
+      'client' | 'events' | 'expectations' | 'failureBackoff' | 'actedPatchIds' | 'now' | 'opts'
     >,
     private readonly removal: RunnerRemoval,
   ) {}
@@ -33,7 +33,11 @@ export class RunnerSetScaling {
     const total = states.pending.length + states.running.length;
     const replicas = Math.max(0, set.spec.replicas ?? 0);
     const patchId = set.spec.patchID ?? 0;
-    const newPatch = patchId === 0 || patchId !== states.latestPatchId;
+    // A patch is acted on once: by the runners it created (their patch-id), or, when it created none,
+    // by this controller's memory of it. The listener's count behind it included the jobs running then;
+    // a runner finishing after that pass is not replaced until the listener writes a new count.
+    const newPatch =
+      patchId === 0 || (patchId !== states.latestPatchId && patchId !== this.ctx.actedPatchIds.get(key));
     const backoff = this.ctx.failureBackoff.get(key);
     let toCreate = 0;
     if (newPatch) {
@@ -42,6 +46,7 @@ export class RunnerSetScaling {
     } else if (backoff && backoff.owed > 0) {
       toCreate = Math.min(backoff.owed, replicas - total);
     }
+    let heldBack = false;
     if (toCreate > 0 && backoff && this.ctx.now() < backoff.notBefore) {
       log.info('Holding back new runners after Failed ones', {
         failuresInARow: backoff.failuresInARow,
@@ -49,6 +54,7 @@ export class RunnerSetScaling {
       });
       result = requeueAfter(backoff.notBefore - this.ctx.now());
       toCreate = 0;
+      heldBack = true;
     }
     if (toCreate > 0) {
       await this.createRunners(pass, toCreate);
@@ -56,6 +62,7 @@ export class RunnerSetScaling {
     } else if (newPatch && patchId === 0 && total > replicas) {
       await this.removal.deleteIdleRunners(pass, total - replicas);
     }
+    if (newPatch && patchId !== 0 && !heldBack) this.ctx.actedPatchIds.set(key, patchId);
 
     return result;
   }

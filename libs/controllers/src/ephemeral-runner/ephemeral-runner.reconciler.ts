@@ -25,6 +25,7 @@ import {
   requeueAfter,
   requestFromKey,
   Expectations,
+  IssuedDeletions,
   ObjectMemory,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
@@ -33,11 +34,13 @@ import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
 import { KnownJitSecrets } from './known-jit-secrets';
-import { isBeingDeleted } from './pod-state';
+import { isBeingDeleted, podTerminated } from './pod-state';
+import { linkRunnerToJob } from './job-link';
 import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
+  deleteRunnerOnce,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from './runner-registration';
 import { RunnerPods } from './runner-pod';
@@ -101,6 +104,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       memory,
       slowRetries: new SlowRetries(memory.slot('slow retries')),
       jitSecrets: new KnownJitSecrets(memory),
+      deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
     };
     this.podCreations = new Expectations(30_000, now, memory.slot('pod creations'));
     this.status = new RunnerStatusWriter(this.ctx);
@@ -152,6 +156,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (!runner.spec) return this.refuseWithoutSpec(runner, log);
 
     if (isBeingDeleted(runner)) {
+      this.ctx.deletions.observe(runner);
       this.status.publishPhase(runner, '');
     } else {
       this.status.publishPhase(runner, runner.status?.phase);
@@ -283,7 +288,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
         REASON_TOO_MANY_POD_FAILURES,
         `The runner pod failed ${failures} times (limit ${this.ctx.maxFailures}); deleting the EphemeralRunner so that it is recreated`,
       );
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
+      await deleteRunnerOnce(this.ctx, runner);
       return done;
     }
 
@@ -323,6 +328,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
     // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
     this.ctx.slowRetries.reset(key);
+    if (!podTerminated(pod)) runner = await linkRunnerToJob(runner, this.status, log);
     const evicted = await this.evictionProtection.guard(runner, pod, log);
     if (evicted) return evicted;
     return this.startWatchdog.guard(runner, pod, signal, log, () =>

@@ -1,10 +1,11 @@
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind, type ResourceKind, hasJob } from '@aro/api';
+import { EphemeralRunner, type ResourceKind, hasJob } from '@aro/api';
 import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
-import { type RunnerContext, runnerKey } from './reconciler-context';
+import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
+import { carriesJobLink, jobLinkMetadata } from './job-link';
 import type { RunnerStatusWriter } from './status-writer';
 
 /** On a runner pod while its runner executes a job: what the busy-runner PodDisruptionBudget selects. */
@@ -104,7 +105,7 @@ export class EvictionProtection {
       if (hasJob(runner) || podTerminated(pod)) return undefined;
       return this.replaceEvicted(runner, pod, log);
     }
-    if (this.enabled && hasJob(runner) && !podTerminated(pod)) await this.markBusy(runner, pod, log);
+    if (hasJob(runner) && !podTerminated(pod)) await this.markBusy(runner, pod, log);
     return undefined;
   }
 
@@ -114,7 +115,6 @@ export class EvictionProtection {
    * on, so the runner goes as a whole: its finalizer removes the registration before the pod is gone.
    */
   private async replaceEvicted(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<Result> {
-    const { namespace = '', name = '' } = runner.metadata ?? {};
     log.info('The pod of an idle runner is being deleted (evicted or drained); deleting the runner', {
       podUid: pod.metadata?.uid,
     });
@@ -124,27 +124,32 @@ export class EvictionProtection {
       REASON_RUNNER_POD_EVICTED,
       'The runner pod was evicted or deleted while the runner was idle; its registration is removed and the set replaces it',
     );
-    try {
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, namespace, name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await deleteRunnerOnce(this.ctx, runner);
     return done;
   }
 
+  /** The busy marks (when protection is on) and the job link (job-link.ts), in one pod patch per job. */
   private async markBusy(runner: EphemeralRunner, pod: V1Pod, log: Logger): Promise<void> {
     const key = runnerKey(runner);
     const uid = pod.metadata?.uid ?? '';
-    if (podMarkedBusy(pod) || this.marked.get(key) === uid) return;
+    const link = jobLinkMetadata(runner) ?? { labels: {}, annotations: {} };
+    const marked = !this.enabled || podMarkedBusy(pod);
+    if ((marked && carriesJobLink(pod, link)) || this.marked.get(key) === uid) return;
     const namespace = pod.metadata?.namespace ?? '';
-    await this.ensureBudget(namespace, log);
+    if (this.enabled) await this.ensureBudget(namespace, log);
+    const busy = this.enabled
+      ? {
+          labels: { [BUSY_RUNNER_LABEL]: 'true' },
+          annotations: { [SAFE_TO_EVICT_ANNOTATION]: 'false', [DO_NOT_DISRUPT_ANNOTATION]: 'true' },
+        }
+      : { labels: {}, annotations: {} };
     try {
       await this.ctx.deps.client.mergePatch<V1Pod>(PodKind, namespace, pod.metadata?.name ?? '', {
         metadata: {
           // Pinned to the pod read: a pod of the same name made since must not inherit the protection.
           uid,
-          labels: { [BUSY_RUNNER_LABEL]: 'true' },
-          annotations: { [SAFE_TO_EVICT_ANNOTATION]: 'false', [DO_NOT_DISRUPT_ANNOTATION]: 'true' },
+          labels: { ...link.labels, ...busy.labels },
+          annotations: { ...link.annotations, ...busy.annotations },
         },
       });
     } catch (err) {
@@ -155,10 +160,12 @@ export class EvictionProtection {
       });
     }
     this.marked.set(key, uid);
-    log.info('The runner executes a job: its pod now refuses voluntary eviction', {
-      jobId: runner.status?.jobId,
-      podUid: uid,
-    });
+    log.info(
+      this.enabled
+        ? 'The runner executes a job: its pod now refuses voluntary eviction'
+        : 'The runner executes a job: its pod now names it',
+      { jobId: runner.status?.jobId, podUid: uid },
+    );
   }
 
   private async ensureBudget(namespace: string, log: Logger): Promise<void> {

@@ -47,3 +47,4 @@ export {
   REASON_RUNNER_START_FAILED,
   REASON_START_TIMEOUT,
 } from './start-watchdog';
+export { JobLinkKeys, isLabelValue, jobLinkMetadata, type JobLinkMetadata } from './job-link';

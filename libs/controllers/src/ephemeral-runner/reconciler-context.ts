@@ -1,5 +1,5 @@
-import type { EphemeralRunner } from '@aro/api';
-import type { KubeApi, ObjectMemory, Reader } from '@aro/kube';
+import { type EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
+import type { IssuedDeletions, KubeApi, ObjectMemory, Reader } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
@@ -60,6 +60,8 @@ export interface EphemeralRunnerReconcilerDeps {
   observers?: RunnerLifecycleObserver[];
   logger: Logger;
   now?: () => number;
+  /** Deletions already issued, by this controller or the runners' set's (shared with it in the app). */
+  deletions?: IssuedDeletions;
 }
 
 /** The dependencies and the settings with their defaults applied. */
@@ -76,6 +78,12 @@ export interface RunnerContext {
   slowRetries: SlowRetries;
   /** What this controller knows of each runner's jitconfig secret without reading it again. */
   jitSecrets: KnownJitSecrets;
+  deletions: IssuedDeletions;
+}
+
+/** Deletes the runner once: a deletion its set already issued is not asked again (NotFound is done). */
+export function deleteRunnerOnce(ctx: RunnerContext, runner: EphemeralRunner): Promise<boolean> {
+  return ctx.deletions.delete(ctx.deps.client, EphemeralRunnerKind, runner);
 }
 
 export function runnerKey(runner: EphemeralRunner): string {

@@ -1,7 +1,6 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   EphemeralRunner,
-  EphemeralRunnerKind,
   EphemeralRunnerPhase,
   EphemeralRunnerStatus,
   REASON_INVALID_POD_FAILURE,
@@ -31,6 +30,7 @@ import {
   QUOTA_RECREATE_AFTER_MS,
   QUOTA_RETRY_MS,
   type RunnerContext,
+  deleteRunnerOnce,
 } from './reconciler-context';
 import { buildRunnerPod, proxyEnv } from './runner-resources';
 import type { RunnerStatusWriter } from './status-writer';
@@ -75,11 +75,7 @@ export class RunnerPods {
             'QuotaExceeded',
             `${statusMessage(err)}; recreating the runner`,
           );
-          await this.ctx.deps.client.delete(
-            EphemeralRunnerKind,
-            runner.metadata?.namespace ?? '',
-            runner.metadata?.name ?? '',
-          );
+          await deleteRunnerOnce(this.ctx, runner);
           return done;
         }
         log.warn('Resource quota exceeded; retrying the pod later', {
@@ -179,11 +175,7 @@ export class RunnerPods {
       },
       log,
     );
-    await this.ctx.deps.client.delete(
-      EphemeralRunnerKind,
-      runner.metadata?.namespace ?? '',
-      runner.metadata?.name ?? '',
-    );
+    await deleteRunnerOnce(this.ctx, runner);
     return done;
   }
 
@@ -205,11 +197,7 @@ export class RunnerPods {
         'RunnerPodFailed',
         `The runner pod failed while job ${runner.status?.jobId} was assigned; the runner is deleted and replaced`,
       );
-      await this.ctx.deps.client.delete(
-        EphemeralRunnerKind,
-        runner.metadata?.namespace ?? '',
-        runner.metadata?.name ?? '',
-      );
+      await deleteRunnerOnce(this.ctx, runner);
       return;
     }
     await this.deletePodAsFailed(runner, pod, log);

@@ -69,6 +69,7 @@ export function setupEphemeralRunnerController(
       observers: parts.observers,
       logger,
       now: parts.now,
+      deletions: parts.deletions,
     },
     {
       userAgent: config.userAgent,

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import {
   ControllerBuilder,
+  IssuedDeletions,
   KubeClient,
   Manager,
   type KubeApi,
@@ -31,6 +32,8 @@ export interface ControllerParts {
   registry?: Registry;
   /** The clock of the time-based branches (tests). */
   now?: () => number;
+  /** The app's record of issued deletions, shared so two controllers never delete one object twice. */
+  deletions?: IssuedDeletions;
 }
 
 /** The parts, out of the app's global providers. */
@@ -46,6 +49,7 @@ export function controllerPartsOf(providers: ProviderLookup, now?: () => number)
     logger: providers<Logger>(LOGGER),
     registry: providers<Registry>(Registry),
     now,
+    deletions: providers(IssuedDeletions),
   };
 }
 
@@ -67,6 +71,8 @@ export interface ScaleSetReconcilerDeps {
   events?: EventRecorder;
   logger: Logger;
   now?: () => number;
+  /** Deletions already issued, by this controller or another of the app (ControllerParts.deletions). */
+  deletions?: IssuedDeletions;
 }
 
 /** The deps, and the reconciler's own metrics on the app's registry (or the default one). */
@@ -92,6 +98,7 @@ export function scaleSetReconcilerDeps<Metrics>(
     events: eventRecorderFor(parts, events ?? 'all'),
     logger: parts.logger,
     now: parts.now,
+    deletions: parts.deletions,
   };
 }
 

@@ -6,3 +6,4 @@ export * from './expectations';
 export * from './own-writes';
 export * from './object-memory';
 export * from './pass';
+export * from './issued-deletions';
