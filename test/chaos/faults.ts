@@ -57,9 +57,9 @@ export async function inject(parts: SandboxParts, fault: PlannedFault): Promise<
       case 'freeze-apiserver':
         return done(true, freezeApiserver(parts, fault.seconds));
       case 'restart-apiserver':
-        return done(true, restart(parts, 'kube-apiserver', fault));
+        return restart(parts, 'kube-apiserver', fault, done);
       case 'restart-etcd':
-        return done(true, restart(parts, 'etcd', fault));
+        return restart(parts, 'etcd', fault, done);
       case 'delete-runner-pod':
         return await deleteBusyRunnerPod(parts, fault.pick, done);
       case 'delete-scale-set':
@@ -99,24 +99,26 @@ function freezeApiserver(parts: SandboxParts, seconds: number): string {
  * that exit) while the process is down; a start that fails shows in the run's events, and then in its
  * invariants (nothing finishes without the apiserver). The uninstall waits for the start.
  */
-function restart(parts: SandboxParts, member: ControlPlaneMemberName, fault: PlannedFault): string {
+function restart(
+  parts: SandboxParts,
+  member: ControlPlaneMemberName,
+  fault: PlannedFault,
+  done: (hit: boolean, outcome: string) => InjectedFault,
+): InjectedFault {
+  // One outage of a member at a time: a second kill would hit the process being started.
+  if (parts.plane.restarting(member)) return done(false, `${member} is being restarted already`);
   const signal = fault.pick < 0.5 ? 'SIGKILL' : 'SIGTERM';
   const pid = member === 'etcd' ? parts.plane.info.pids.etcd : parts.plane.info.pids.kubeApiserver;
   const began = Date.now();
-  void parts.plane
-    .kill(member, signal)
-    .then(() => {
-      parts.event(`chaos: ${member} pid ${pid} gone after ${Date.now() - began} ms (${signal})`);
-      return parts.plane.startAgain(member, { afterMs: fault.seconds * 1_000 });
-    })
-    .then(
-      (newPid) =>
-        parts.event(
-          `chaos: ${member} serving again as pid ${newPid}, ${((Date.now() - began) / 1000).toFixed(1)} s after the ${signal}`,
-        ),
-      (err: Error) => parts.event(`chaos: ${member} did not come back: ${err.message}`),
-    );
-  return `${member} pid ${pid} sent ${signal}, started again ${fault.seconds} s after it is gone`;
+  parts.plane.restart(member, { signal, downtimeMs: fault.seconds * 1_000 }).then(
+    ({ goneAfterMs, pid: newPid }) =>
+      parts.event(
+        `chaos: ${member} serving again as pid ${newPid}, ${((Date.now() - began) / 1000).toFixed(1)} s ` +
+          `after the ${signal} (gone after ${(goneAfterMs / 1000).toFixed(1)} s)`,
+      ),
+    (err: Error) => parts.event(`chaos: ${member} did not come back: ${err.message}`),
+  );
+  return done(true, `${member} pid ${pid} sent ${signal}, started again ${fault.seconds} s after it is gone`);
 }
 
 /**

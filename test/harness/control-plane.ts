@@ -56,6 +56,8 @@ export class ControlPlane {
   private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
   /** Restarts under way, which a stop waits for: a process started after the stop would outlive it. */
   private readonly restarts = new Set<Promise<unknown>>();
+  /** The members a `restart` has taken down and not yet brought back. */
+  private readonly outages = new Set<ControlPlaneMemberName>();
   /** Every pid a member has had, restarts included: what a test checks is gone after the stop. */
   private readonly everyPid: number[];
 
@@ -115,6 +117,32 @@ export class ControlPlane {
     this.restarts.add(restart);
     void restart.catch(() => undefined).finally(() => this.restarts.delete(restart));
     return restart;
+  }
+
+  /**
+   * `kill`, then `startAgain` once `downtimeMs` have passed since the process was gone: a member's
+   * whole outage, which `restarting` reports until it serves again (or failed to). Refused while one
+   * is under way for the same member: a second kill would hit the process being started.
+   */
+  restart(
+    name: ControlPlaneMemberName,
+    options: { signal: 'SIGKILL' | 'SIGTERM'; downtimeMs: number },
+  ): Promise<{ goneAfterMs: number; pid: number }> {
+    if (this.outages.has(name)) return Promise.reject(new Error(`${name} is being restarted already`));
+    const began = Date.now();
+    const outage = (async () => {
+      await this.kill(name, options.signal);
+      const goneAfterMs = Date.now() - began;
+      return { goneAfterMs, pid: await this.startAgain(name, { afterMs: options.downtimeMs }) };
+    })();
+    this.outages.add(name);
+    void outage.catch(() => undefined).finally(() => this.outages.delete(name));
+    return outage;
+  }
+
+  /** Whether `restart` of this member is under way (the process going, down, or starting). */
+  restarting(name: ControlPlaneMemberName): boolean {
+    return this.outages.has(name);
   }
 
   /** Resolves once every restart under way has its process serving (or has failed). */
