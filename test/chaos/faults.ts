@@ -2,6 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { AutoscalingRunnerSet, AutoscalingRunnerSetKind, Labels } from '@aro/api';
 import { PodKind } from '@aro/kube';
 import type { FaultWindowKind } from '../../apps/simulator/src';
+import type { ControlPlaneMemberName } from '../harness/control-plane';
 import { RUNNER_NAMESPACE } from '../sandbox/charts';
 import type { SandboxParts } from '../sandbox/sandbox';
 import { describeFault, type PlannedFault } from './schedule';
@@ -55,6 +56,10 @@ export async function inject(parts: SandboxParts, fault: PlannedFault): Promise<
       }
       case 'freeze-apiserver':
         return done(true, freezeApiserver(parts, fault.seconds));
+      case 'restart-apiserver':
+        return restart(parts, 'kube-apiserver', fault, done);
+      case 'restart-etcd':
+        return restart(parts, 'etcd', fault, done);
       case 'delete-runner-pod':
         return await deleteBusyRunnerPod(parts, fault.pick, done);
       case 'delete-scale-set':
@@ -68,10 +73,9 @@ export async function inject(parts: SandboxParts, fault: PlannedFault): Promise<
 }
 
 /**
- * SIGSTOP of kube-apiserver for `seconds`, then SIGCONT: every client's calls and watches hang, the
- * leader cannot renew its Lease. (The harness cannot restart the apiserver on its data; a freeze is
- * the outage it can give. The resume is a timer of its own, so nothing the run awaits can keep the
- * apiserver stopped.)
+ * SIGSTOP of kube-apiserver for `seconds`, then SIGCONT: every client's calls and watches hang (no
+ * connection is refused or reset, unlike a restart), the leader cannot renew its Lease. The resume is
+ * a timer of its own, so nothing the run awaits can keep the apiserver stopped.
  */
 function freezeApiserver(parts: SandboxParts, seconds: number): string {
   const pid = parts.plane.info.pids.kubeApiserver;
@@ -84,6 +88,37 @@ function freezeApiserver(parts: SandboxParts, seconds: number): string {
     }
   }, seconds * 1_000);
   return `kube-apiserver pid ${pid} stopped for ${seconds} s`;
+}
+
+/**
+ * Ends kube-apiserver or etcd (SIGKILL: a crash, or SIGTERM: its graceful shutdown, SIGKILL after the
+ * harness's stop timeout; drawn from the fault's pick) and starts it again `seconds` later on the same
+ * data, ports and certificates, as a kubelet restarts a static pod: every client's connections break,
+ * its watches end, and it must find the same address serving again. The kill and the start run in the
+ * background, like the freeze's resume, so that the run goes on looking (and restarting controllers
+ * that exit) while the process is down; a start that fails shows in the run's events, and then in its
+ * invariants (nothing finishes without the apiserver). The uninstall waits for the start.
+ */
+function restart(
+  parts: SandboxParts,
+  member: ControlPlaneMemberName,
+  fault: PlannedFault,
+  done: (hit: boolean, outcome: string) => InjectedFault,
+): InjectedFault {
+  // One outage of a member at a time: a second kill would hit the process being started.
+  if (parts.plane.restarting(member)) return done(false, `${member} is being restarted already`);
+  const signal = fault.pick < 0.5 ? 'SIGKILL' : 'SIGTERM';
+  const pid = member === 'etcd' ? parts.plane.info.pids.etcd : parts.plane.info.pids.kubeApiserver;
+  const began = Date.now();
+  parts.plane.restart(member, { signal, downtimeMs: fault.seconds * 1_000 }).then(
+    ({ goneAfterMs, pid: newPid }) =>
+      parts.event(
+        `chaos: ${member} serving again as pid ${newPid}, ${((Date.now() - began) / 1000).toFixed(1)} s ` +
+          `after the ${signal} (gone after ${(goneAfterMs / 1000).toFixed(1)} s)`,
+      ),
+    (err: Error) => parts.event(`chaos: ${member} did not come back: ${err.message}`),
+  );
+  return done(true, `${member} pid ${pid} sent ${signal}, started again ${fault.seconds} s after it is gone`);
 }
 
 /**

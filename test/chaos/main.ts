@@ -8,7 +8,7 @@ import { TIME_SCALE_ENV, useTimeScaleForLoad } from '../harness/time-scale';
 import { formatDuration } from '../sandbox/stats';
 import { INVARIANTS } from './invariants';
 import { DEFAULT_CHAOS, runChaos, type ChaosOptions, type ChaosRun } from './run';
-import { FAULT_KINDS, describeFault, type FaultKind } from './schedule';
+import { CLASSIC_KINDS, FAULT_KINDS, describeFault, type FaultKind } from './schedule';
 
 const USAGE = `usage: npm run chaos -- [options]
 
@@ -19,7 +19,8 @@ const USAGE = `usage: npm run chaos -- [options]
   --duration S      seconds each job runs (default ${DEFAULT_CHAOS.duration})
   --rate R          jobs queued per second (default ${DEFAULT_CHAOS.rate})
   --faults MIN-MAX  faults per run (default ${DEFAULT_CHAOS.minFaults}-${DEFAULT_CHAOS.maxFaults})
-  --kinds K,K       only these faults (default all: ${FAULT_KINDS.join(', ')})
+  --kinds K,K       only these faults (default all: ${FAULT_KINDS.join(', ')});
+                    'classic' = the eleven before the restarts (the schedules seeds drew before them)
   --timeout S       give up on a run's workload after S seconds (default ${DEFAULT_CHAOS.timeoutSeconds})
   --results FILE    append each run as a JSON line to FILE
   --logs DIR        each run's sandbox output (default $TMPDIR/aro-chaos); kept for failing runs only
@@ -72,7 +73,10 @@ function parse(argv: string[]): Cli | 'help' {
   if (!whole(minFaults) || !whole(maxFaults) || minFaults > maxFaults) {
     throw new Error(`--faults ${values.faults}: must be MIN-MAX, whole numbers, MIN <= MAX`);
   }
-  const kinds = values.kinds?.split(',').map((k) => k.trim());
+  const kinds = values.kinds
+    ?.split(',')
+    .map((k) => k.trim())
+    .flatMap((k): string[] => (k === 'classic' ? [...CLASSIC_KINDS] : [k]));
   const unknown = kinds?.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k)) ?? [];
   if (unknown.length > 0)
     throw new Error(`--kinds: unknown ${unknown.join(', ')}; known: ${FAULT_KINDS.join(', ')}`);

@@ -17,8 +17,22 @@ export const FAULT_KINDS = [
   'delete-runner-pod',
   'delete-scale-set',
   'edit-template',
+  // Appended, never inserted: a kind's index is what a draw picks. (Appending still changes every
+  // seed's draws under the default `kinds`, since the draw scales by their number; CLASSIC_KINDS
+  // gives back the schedules drawn before the restarts existed.)
+  'restart-apiserver',
+  'restart-etcd',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * The eleven kinds before the control-plane restarts were added: `kinds: CLASSIC_KINDS` (`--kinds
+ * classic`) draws exactly what a seed drew then, e.g. the published runs of seeds 100-107.
+ */
+export const CLASSIC_KINDS: readonly FaultKind[] = FAULT_KINDS.slice(0, 11);
+
+/** The faults that take a control-plane process down for `seconds` and bring it back. */
+export const RESTART_KINDS: readonly FaultKind[] = ['restart-apiserver', 'restart-etcd'];
 
 /** The simulator's fault windows (apps/simulator/src/fault-windows.ts). */
 export const WINDOW_KINDS: readonly FaultKind[] = ['server-errors', 'throttled', 'slow', 'reset'];
@@ -27,9 +41,12 @@ export interface PlannedFault {
   kind: FaultKind;
   /** Injected once this share (0..1) of the workload's jobs is done. */
   atShareDone: number;
-  /** For a window or a freeze: how long it lasts. */
+  /** For a window, a freeze or a restart: how long it lasts (a restart: the downtime before the start). */
   seconds: number;
-  /** For a choice among what is there at that moment (which runner pod): a draw in 0..1. */
+  /**
+   * For a choice among what is there at that moment (which runner pod) or how (a restart: SIGKILL
+   * below 0.5, SIGTERM above): a draw in 0..1.
+   */
   pick: number;
 }
 
@@ -57,7 +74,8 @@ export interface ScheduleOptions {
  * The faults of run `seed`, in the order they fire. Moments fall between 5 % and 85 % of the jobs
  * done, so that every fault meets a busy system and the tail still shows the recovery. Windows last
  * 5 to 20 s (long enough for every client to meet them, short against a run), a freeze of the
- * apiserver 3 to 10 s (longer than the lease's renew deadline, so the leader loses it).
+ * apiserver 3 to 10 s (longer than the lease's renew deadline, so the leader loses it), the downtime
+ * of a restarted apiserver or etcd 2 to 8 s (plus its own start: about 5-15 s more on a loaded machine).
  */
 export function planFaults(seed: number, options: ScheduleOptions): PlannedFault[] {
   const random = seededRandom(seed);
@@ -67,12 +85,13 @@ export function planFaults(seed: number, options: ScheduleOptions): PlannedFault
   for (let i = 0; i < count; i++) {
     const kind = kinds[Math.floor(random() * kinds.length)];
     const atShareDone = Math.round((0.05 + random() * 0.8) * 100) / 100;
-    const span = kind === 'freeze-apiserver' ? [3, 10] : [5, 20];
+    const span = kind === 'freeze-apiserver' ? [3, 10] : RESTART_KINDS.includes(kind) ? [2, 8] : [5, 20];
     const seconds = Math.round(span[0] + random() * (span[1] - span[0]));
+    const lasts = WINDOW_KINDS.includes(kind) || RESTART_KINDS.includes(kind) || kind === 'freeze-apiserver';
     faults.push({
       kind,
       atShareDone,
-      seconds: WINDOW_KINDS.includes(kind) || kind === 'freeze-apiserver' ? seconds : 0,
+      seconds: lasts ? seconds : 0,
       pick: random(),
     });
   }

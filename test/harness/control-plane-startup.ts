@@ -24,15 +24,17 @@ export class StartFailure extends Error {
  */
 export class ControlPlaneStartup implements RunFolder {
   readonly started: ManagedProcess[] = [];
-  private readonly pidFile: string;
+  /** Each started process's command line, for a restart on the same data, ports and certificates. */
+  readonly commandLines = new Map<string, { binary: string; args: readonly string[] }>();
+  readonly pidFile: string;
 
   private constructor(
     readonly began: number,
     readonly runDir: string,
     readonly pki: string,
     readonly reaper: ManagedProcess,
-    private readonly startTimeoutMs: number,
-    private readonly attachOutput: boolean,
+    readonly startTimeoutMs: number,
+    readonly attachOutput: boolean,
   ) {
     this.pidFile = join(runDir, 'pids');
   }
@@ -102,6 +104,7 @@ export class ControlPlaneStartup implements RunFolder {
       pidFile: this.pidFile,
     });
     this.started.push(p);
+    this.commandLines.set(name, { binary, args });
     return p;
   }
 }

@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { findControlPlaneBinaries, type ControlPlaneBinaries } from './binaries';
 import { installCrds, type InstalledCrd } from './crds';
@@ -11,6 +12,7 @@ import {
   resolveControlPlaneOptions,
   type ResolvedControlPlaneOptions,
 } from './control-plane-options';
+import { ControlPlaneMember, type ControlPlaneMemberName } from './control-plane-member';
 import { ControlPlaneStartup, httpStatus, StartFailure } from './control-plane-startup';
 import { freePorts } from './ports';
 import { killAllManagedProcessesNow, type ManagedProcess } from './processes';
@@ -21,6 +23,7 @@ import { prepareNode, type NodeArtifacts } from './node/prepare';
 import { RealNode } from './node/real-node';
 
 export { parseDuration, type ControlPlaneInfo, type ControlPlaneOptions } from './control-plane-options';
+export type { ControlPlaneMemberName } from './control-plane-member';
 
 const START_ATTEMPTS = 5;
 
@@ -51,14 +54,107 @@ export class ControlPlane {
   /** The real node, when started with `node: true`. */
   node: RealNode | undefined;
   private readonly signalHandlers = new Map<NodeJS.Signals, () => void>();
+  /** Restarts under way, which a stop waits for: a process started after the stop would outlive it. */
+  private readonly restarts = new Set<Promise<unknown>>();
+  /** The members a `restart` has taken down and not yet brought back. */
+  private readonly outages = new Set<ControlPlaneMemberName>();
+  /** Every pid a member has had, restarts included: what a test checks is gone after the stop. */
+  private readonly everyPid: number[];
 
   private constructor(
     readonly info: ControlPlaneInfo,
-    readonly processes: readonly ManagedProcess[],
+    private readonly members: readonly ControlPlaneMember[],
     private readonly reaper: ManagedProcess,
     private readonly stopTimeoutMs: number,
     private readonly log: (line: string) => void,
-  ) {}
+  ) {
+    this.everyPid = members.map((m) => m.process.pid);
+  }
+
+  /** The processes running now, in start order (etcd, kube-apiserver, kube-controller-manager). */
+  get processes(): readonly ManagedProcess[] {
+    return this.members.map((m) => m.process);
+  }
+
+  /** Every pid the control plane's processes have had, those before a restart included. */
+  get pidsEver(): readonly number[] {
+    return [...this.everyPid, this.reaper.pid];
+  }
+
+  /**
+   * Ends `name` as a crash (SIGKILL) or a graceful stop (SIGTERM, SIGKILL after the stop timeout) would;
+   * `startAgain` brings it back on the same data, ports and certificates.
+   */
+  async kill(name: ControlPlaneMemberName, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    const member = this.member(name);
+    const exit = await member.kill(signal, this.stopTimeoutMs);
+    this.log(
+      `${name} (pid ${member.process.pid}) ended by ${signal}: code ${exit?.code}, signal ${exit?.signal}`,
+    );
+  }
+
+  /**
+   * Starts `name` again after `kill` (`afterMs` later: its downtime) and resolves once it serves, with
+   * its new pid. Refused once the control plane is stopping, during the downtime too: a stop waits for
+   * the restarts under way and none starts a process after it.
+   */
+  startAgain(name: ControlPlaneMemberName, options: { afterMs?: number } = {}): Promise<number> {
+    const restart = (async () => {
+      if (options.afterMs) await sleep(options.afterMs);
+      if (this.stopping) throw new Error(`the control plane is stopping; ${name} stays down`);
+      const began = Date.now();
+      const started = await this.member(name).startAgain();
+      this.everyPid.push(started.pid);
+      if (name === 'etcd') this.info.pids.etcd = started.pid;
+      if (name === 'kube-apiserver') this.info.pids.kubeApiserver = started.pid;
+      if (name === 'kube-controller-manager') this.info.pids.kubeControllerManager = started.pid;
+      writeFileSync(this.infoPath, JSON.stringify(this.info, null, 2));
+      this.log(
+        `${name} serving again as pid ${started.pid} after ${((Date.now() - began) / 1000).toFixed(1)} s`,
+      );
+      return started.pid;
+    })();
+    this.restarts.add(restart);
+    void restart.catch(() => undefined).finally(() => this.restarts.delete(restart));
+    return restart;
+  }
+
+  /**
+   * `kill`, then `startAgain` once `downtimeMs` have passed since the process was gone: a member's
+   * whole outage, which `restarting` reports until it serves again (or failed to). Refused while one
+   * is under way for the same member: a second kill would hit the process being started.
+   */
+  restart(
+    name: ControlPlaneMemberName,
+    options: { signal: 'SIGKILL' | 'SIGTERM'; downtimeMs: number },
+  ): Promise<{ goneAfterMs: number; pid: number }> {
+    if (this.outages.has(name)) return Promise.reject(new Error(`${name} is being restarted already`));
+    const began = Date.now();
+    const outage = (async () => {
+      await this.kill(name, options.signal);
+      const goneAfterMs = Date.now() - began;
+      return { goneAfterMs, pid: await this.startAgain(name, { afterMs: options.downtimeMs }) };
+    })();
+    this.outages.add(name);
+    void outage.catch(() => undefined).finally(() => this.outages.delete(name));
+    return outage;
+  }
+
+  /** Whether `restart` of this member is under way (the process going, down, or starting). */
+  restarting(name: ControlPlaneMemberName): boolean {
+    return this.outages.has(name);
+  }
+
+  /** Resolves once every restart under way has its process serving (or has failed). */
+  async restartsSettled(): Promise<void> {
+    await Promise.allSettled([...this.restarts]);
+  }
+
+  private member(name: ControlPlaneMemberName): ControlPlaneMember {
+    const member = this.members.find((m) => m.name === name);
+    if (!member) throw new Error(`this control plane runs no ${name}`);
+    return member;
+  }
 
   /** Reads the description a running control plane wrote into its run folder. */
   static readInfo(path: string): ControlPlaneInfo {
@@ -136,10 +232,11 @@ export class ControlPlane {
     const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
     const etcd = await startup.startProcess('etcd', binaries.etcd.path, etcdArgs(startup, etcdUrl, peerUrl));
-    await startup.waitUntil(etcd, `etcd to report healthy at ${etcdUrl}/health`, async () => {
+    const etcdReady = async (): Promise<boolean> => {
       const res = await httpStatus(`${etcdUrl}/health`);
       return res.status === 200 && res.body.includes('"true"');
-    });
+    };
+    await startup.waitUntil(etcd, `etcd to report healthy at ${etcdUrl}/health`, etcdReady);
     log(`etcd healthy after ${startup.since()}`);
 
     const server = `https://127.0.0.1:${apiPort}`;
@@ -154,10 +251,11 @@ export class ControlPlane {
     writeKubeconfig(kubeconfigPath, server, servingCa.certPath, admin.certPath, admin.keyPath);
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfigPath);
-    await startup.waitUntil(apiserver, `kube-apiserver to answer /healthz at ${server}`, async () => {
+    const apiserverReady = async (): Promise<boolean> => {
       const res = await kubeRequest(kc, { path: '/healthz', timeoutMs: 5_000 });
       return res.status === 200;
-    });
+    };
+    await startup.waitUntil(apiserver, `kube-apiserver to answer /healthz at ${server}`, apiserverReady);
     // /healthz turns green before the bootstrap controller has created the system namespaces; a test that
     // starts in that gap would find no `default` namespace.
     await startup.waitUntil(apiserver, 'the default namespace to exist', async () => {
@@ -179,6 +277,10 @@ export class ControlPlane {
     }
 
     let controllerManager: ManagedProcess | undefined;
+    const kcmReady = async (): Promise<boolean> => {
+      const res = await httpStatus(`https://127.0.0.1:${kcmPort}/healthz`, { insecure: true });
+      return res.status === 200;
+    };
     if (options.withoutControllerManager) {
       log(
         '!!! running WITHOUT kube-controller-manager, as asked: no garbage collection, no namespace deletion',
@@ -197,10 +299,7 @@ export class ControlPlane {
       await startup.waitUntil(
         controllerManager,
         `kube-controller-manager to answer /healthz on port ${kcmPort}`,
-        async () => {
-          const res = await httpStatus(`https://127.0.0.1:${kcmPort}/healthz`, { insecure: true });
-          return res.status === 200;
-        },
+        kcmReady,
       );
       log(`kube-controller-manager ready after ${startup.since()}`);
     }
@@ -223,7 +322,14 @@ export class ControlPlane {
       },
     };
     writeFileSync(join(runDir, INFO_FILE), JSON.stringify(info, null, 2));
-    const plane = new ControlPlane(info, startup.started, startup.reaper, options.stopTimeoutMs, log);
+    const ready = { etcd: etcdReady, 'kube-apiserver': apiserverReady, 'kube-controller-manager': kcmReady };
+    const members = startup.started.map((process) => {
+      const name = process.name as ControlPlaneMemberName;
+      const commandLine = startup.commandLines.get(name);
+      if (!commandLine) throw new Error(`no command line recorded for ${name}`);
+      return new ControlPlaneMember({ name, ...commandLine, ready: ready[name] }, process, startup);
+    });
+    const plane = new ControlPlane(info, members, startup.reaper, options.stopTimeoutMs, log);
     running.add(plane);
     log(
       `up in ${startup.since()} at ${server} ` +
@@ -255,6 +361,7 @@ export class ControlPlane {
         process.removeListener(signal, handler);
       }
       await this.node?.stop();
+      await this.restartsSettled();
       for (const p of [...this.processes].reverse()) {
         const stepBegan = Date.now();
         await p.stop(this.stopTimeoutMs);

@@ -107,12 +107,15 @@ export class ManagedProcess {
     return this.exitStatus;
   }
 
-  /** SIGTERM to the process group, SIGKILL once `timeoutMs` has passed; resolves when the process is gone. */
-  async stop(timeoutMs: number): Promise<void> {
+  /**
+   * SIGTERM to the process group (or `signal`: SIGKILL for a crash), SIGKILL once `timeoutMs` has passed;
+   * resolves when the process is gone.
+   */
+  async stop(timeoutMs: number, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     if (!this.running) {
       return;
     }
-    signalGroup(this.pid, 'SIGTERM');
+    signalGroup(this.pid, signal);
     if (!(await exitsWithin(this.exited, timeoutMs))) {
       signalGroup(this.pid, 'SIGKILL');
       await exitsWithin(this.exited, 5_000);

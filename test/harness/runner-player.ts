@@ -87,6 +87,8 @@ export class RunnerPlayer {
   private readonly kube: KubeClient;
   private readonly abort = new AbortController();
   private readonly playing = new Map<string, Promise<void>>();
+  /** The pods the player has taken on; one whose start failed is dropped from it, to be taken again. */
+  private readonly seen = new Set<string>();
   private loop: Promise<void> | undefined;
   /** Outcome of every runner played so far, by pod name (the runner's name). */
   readonly outcomes = new Map<string, RunnerOutcome>();
@@ -122,7 +124,7 @@ export class RunnerPlayer {
   }
 
   private async run(): Promise<void> {
-    const seen = new Set<string>();
+    const seen = this.seen;
     const interval = this.options.pollIntervalMs ?? 250;
     // A listing that failed is tried again at the next poll; only one that keeps failing is an error.
     let failingSince: number | undefined;
@@ -197,7 +199,17 @@ export class RunnerPlayer {
     const signal = this.abort.signal;
     const interval = this.options.pollIntervalMs ?? 250;
     try {
-      await runnerContainerRunning(namespace, name);
+      try {
+        await runnerContainerRunning(namespace, name);
+      } catch (err) {
+        // The pod could not be bound or marked running (the apiserver restarting, a read that timed
+        // out): nothing has happened on the service yet, so the next look takes the pod on again, as
+        // a kubelet retries a pod it could not start. Abandoned, it would stay Pending for good and its
+        // runner with it (chaos seed 10: the apiserver killed just after the pod was made).
+        this.seen.delete(uid);
+        this.log(`runner ${name}: could not start its pod (${(err as Error).message}); trying again`);
+        return;
+      }
       // The registration exists before the pod (the controller puts its JIT config in the pod's
       // secret), so connecting can only fail once the controller has removed it: a runner set torn
       // down, or scaled down, before this runner started. A real runner then fails to start.

@@ -272,21 +272,30 @@ export async function runSandbox(
 
     // The workload: run until every job has finished, the timeout passes, or Ctrl-C.
     while (!io.signal.aborted) {
-      last = await observer.look();
-      view.update(last);
-      const done = last.jobs.succeeded + last.jobs.failed;
-      if (workload.queuedAll && done >= options.jobs) break;
+      const look = await observer.look().catch((err: Error) => err);
+      if (look instanceof Error) {
+        // A fault may have taken the apiserver down (a chaos restart): look again in a second.
+        view.event(`the look failed, trying again: ${look.message}`, last);
+      } else {
+        last = look;
+        view.update(last);
+        if (workload.queuedAll && last.jobs.succeeded + last.jobs.failed >= options.jobs) break;
+      }
       if (Date.now() > deadline) {
         view.event(`!!! the workload did not finish within ${options.timeoutSeconds} s; stopping`, last);
         break;
       }
-      await builtIn.tick?.(parts, last);
-      await hooks.tick?.(parts, last);
+      if (last) {
+        await builtIn.tick?.(parts, last);
+        await hooks.tick?.(parts, last);
+      }
       await superviseControllers();
       await sleep(1_000);
     }
     const workloadMs = Date.now() - workloadBegan;
     workload.stop();
+    // The uninstall needs the apiserver: a member a fault restarted near the end must be serving first.
+    await cp.restartsSettled();
 
     if (options.keep && !io.signal.aborted) {
       io.out.write(
@@ -388,6 +397,8 @@ export async function runSandbox(
     await plane?.stop();
   }
   if (!report) throw new Error('the sandbox ended without a report');
+  // A control-plane process restarted by a fault has a pid of its own, which must be gone too.
+  for (const pid of plane?.pidsEver ?? []) if (!pids.includes(pid)) pids.push(pid);
   report.processesLeft = pids.filter((pid) => processExists(pid)).length;
   report.tempFoldersLeft = folders.filter((f) => existsSync(f)).length;
   report.wallMs = report.wallMs || Date.now() - began;

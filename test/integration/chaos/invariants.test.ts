@@ -1,6 +1,6 @@
 import type { JobView } from '../../../apps/simulator/src';
 import { busyPodsKept, jobsOnce, maxRunnersHeld } from '../../chaos/invariants';
-import { FAULT_KINDS, describeFault, planFaults } from '../../chaos/schedule';
+import { CLASSIC_KINDS, FAULT_KINDS, RESTART_KINDS, describeFault, planFaults } from '../../chaos/schedule';
 
 // The chaos runner's pure parts: the seeded schedule and the invariants' judgement. (In the integration
 // project, as the sandbox's, because the unit project's roots are apps/ and libs/.)
@@ -29,6 +29,41 @@ describe('the chaos schedule', () => {
       );
     }
     expect([...seen].sort()).toEqual([...FAULT_KINDS].sort());
+  });
+
+  it('draws with the classic kinds exactly what seeds drew before the restarts existed', () => {
+    // The published runs (docs/reliability.md) and the short seeds of this suite, as drawn then.
+    const series = { minFaults: 3, maxFaults: 6, kinds: CLASSIC_KINDS };
+    const drawn = (seed: number, options = series): string =>
+      planFaults(seed, options).map(describeFault).join(' ');
+    expect(drawn(100)).toBe('reset@6%/13s freeze-apiserver@48%/9s throttled@56%/8s');
+    expect(drawn(104)).toBe(
+      'edit-template@35% throttled@49%/19s kill-leader@58% edit-template@64% kill-leader@74% kill-leader@82%',
+    );
+    expect(drawn(107)).toBe(
+      'freeze-apiserver@9%/7s throttled@9%/9s delete-scale-set@16% freeze-apiserver@18%/9s reset@20%/10s freeze-apiserver@61%/7s',
+    );
+    expect(drawn(13, { ...series, minFaults: 3, maxFaults: 3 })).toBe(
+      'freeze-apiserver@11%/3s kill-leader@12% delete-scale-set@57%',
+    );
+    expect(drawn(17, { ...series, minFaults: 2, maxFaults: 3 })).toBe(
+      'delete-runner-pod@28% kill-listener@48% reset@69%/10s',
+    );
+  });
+
+  it('gives a restart a downtime of 2 to 8 s and draws its signal', () => {
+    const restarts = Array.from({ length: 300 }, (_, seed) =>
+      planFaults(seed, { minFaults: 3, maxFaults: 6 }),
+    )
+      .flat()
+      .filter((f) => RESTART_KINDS.includes(f.kind));
+    expect(restarts.length).toBeGreaterThan(100);
+    for (const f of restarts) {
+      expect(f.seconds).toBeGreaterThanOrEqual(2);
+      expect(f.seconds).toBeLessThanOrEqual(8);
+    }
+    // Both ways of ending the process come up: a crash (pick < 0.5, SIGKILL) and a graceful stop.
+    expect(restarts.some((f) => f.pick < 0.5) && restarts.some((f) => f.pick >= 0.5)).toBe(true);
   });
 });
 

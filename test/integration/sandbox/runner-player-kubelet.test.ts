@@ -61,4 +61,56 @@ describe('RunnerPlayer as the kubelet', () => {
       await player.stop();
     }
   });
+
+  /*
+   * Found by `npm run chaos -- --seed 10 --jobs 25 --max-runners 5 --duration 1 --faults 2-3`: the
+   * apiserver killed a moment after a runner pod was made; the player could not bind it and gave the
+   * pod up, which stayed Pending, its runner New, for minutes. A kubelet retries a pod it could not
+   * start; so does the player now. A scheduling gate makes the binding fail here as the outage did.
+   */
+  it('takes a pod it could not start on again at its next look', async () => {
+    const namespace = await createTestNamespace('kubelet');
+    const name = 'bind-refused-first';
+    await kube.create<V1Pod>(PodKind, {
+      metadata: { name, namespace },
+      spec: {
+        restartPolicy: 'Never',
+        schedulingGates: [{ name: 'chaos.aro.dev/hold' }],
+        containers: [{ name: RUNNER_CONTAINER, image: 'runner:test' }],
+      },
+    });
+    const lines: string[] = [];
+    const player = new RunnerPlayer({
+      kubeConfig: testKubeConfig(),
+      namespace,
+      service: {
+        runnerConnected: () => undefined,
+        runner: () => undefined,
+        job: () => undefined,
+        startJob: () => undefined,
+        completeJob: () => undefined,
+        runnerExited: () => undefined,
+      },
+      pollIntervalMs: 100,
+      log: (line) => lines.push(line),
+    }).start();
+    try {
+      await waitFor(() => lines.some((l) => l.includes(`${name}: could not start its pod`)), {
+        description: 'the player to try the gated pod and fail to bind it',
+        timeoutMs: 30_000,
+      });
+      await kube.mergePatch<V1Pod>(PodKind, namespace, name, { spec: { schedulingGates: [] } });
+      const started = await waitFor(
+        async () => {
+          const pod = await kube.get<V1Pod>(PodKind, namespace, name);
+          return pod.spec?.nodeName && pod.status?.phase !== 'Pending' ? pod : undefined;
+        },
+        { description: 'the player to bind and run the pod once the gate is gone', timeoutMs: 30_000 },
+      );
+      // No registration on the (stand-in) service: the runner exits 1, as a real one would.
+      expect(started.spec?.nodeName).toBeDefined();
+    } finally {
+      await player.stop();
+    }
+  });
 });
