@@ -19,6 +19,8 @@ export interface KeyVaultFixture {
   standIn: KeyVaultStandIn;
   /** The CA that signed the stand-in's serving certificate (PEM): what the client must trust. */
   caPem: string;
+  /** The same CA as a file (AZURE_KEY_VAULT_CA_FILE of the controller). */
+  caFile: string;
   /** certificate + private key (PEM) of the registered app, at this path. */
   appCertificatePath: string;
   /** A second certificate, not registered anywhere. */
@@ -60,6 +62,7 @@ export async function startKeyVault(): Promise<KeyVaultFixture> {
   return {
     standIn,
     caPem: await readFile(ca.certPath, 'utf8'),
+    caFile: ca.certPath,
     appCertificatePath,
     strangerCertificatePath,
     config: {
