@@ -11,7 +11,7 @@ const BASE = { release: 'arc-runner-set', namespace: 'arc-runners' } as const;
 const CONTROLLER_SA = { namespace: 'arc-systems', name: 'arc-gha-rs-controller' };
 
 /** The objects, without the hash a render stamps from the values themselves (they differ by shape). */
-async function objects(opts: RenderOptions): Promise<Manifest[]> {
+async function objects(opts: Omit<RenderOptions, 'release' | 'namespace'>): Promise<Manifest[]> {
   const manifests = await render(CHARTS.scaleSet, { ...BASE, ...opts });
   for (const m of manifests) delete m.metadata.annotations?.['actions.github.com/values-hash'];
   return manifests;
