@@ -163,6 +163,16 @@ export const controllerEnvSchema = z
       ),
     /** How a runner template change reaches a busy scale set: eventual drains it first, immediate does not. */
     UPDATE_STRATEGY: z.enum(['immediate', 'eventual']).default('eventual'),
+    /**
+     * Scale sets with `vaultConfig.type: azure_key_vault`: the Entra ID authority (Azure's own variable
+     * name; a sovereign cloud's, or the public cloud when empty), whether to skip its instance
+     * discovery, whether to accept a bearer challenge naming another resource than the vault's domain
+     * (a private endpoint under another name), and a PEM file of CAs trusted beside the system roots.
+     */
+    AZURE_AUTHORITY_HOST: z.string().default(''),
+    AZURE_KEY_VAULT_DISABLE_INSTANCE_DISCOVERY: bool(false),
+    AZURE_KEY_VAULT_DISABLE_CHALLENGE_RESOURCE_VERIFICATION: bool(false),
+    AZURE_KEY_VAULT_CA_FILE: z.string().default(''),
   })
   .superRefine((env, ctx) => {
     if (env.RENEW_DEADLINE_SECONDS >= env.LEASE_DURATION_SECONDS) {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ActionsModule, ActionsModuleOptions, userAgentFor } from '@aro/actions';
@@ -15,8 +16,8 @@ import {
 } from '@aro/controllers';
 import { KubeModule, KubeModuleOptions, Manager, ManagerStartMode } from '@aro/kube';
 import { Logger, ObservabilityModule } from '@aro/observability';
-import { SecretsModule } from '@aro/secrets';
-import type { ControllerConfig } from './config';
+import { SecretsModule, SecretsModuleOptions } from '@aro/secrets';
+import { ConfigError, type ControllerConfig } from './config';
 import type { ExtensionModule } from './extensions';
 import { HealthModule } from './health/health.module';
 import { FleetPageModule } from './fleet/fleet.module';
@@ -72,6 +73,16 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
           retryPeriodMs: config.RETRY_PERIOD_SECONDS * 1000,
         }
       : false,
+  };
+  const secrets: SecretsModuleOptions = {
+    azureKeyVault: {
+      authorityHost: config.AZURE_AUTHORITY_HOST || undefined,
+      disableInstanceDiscovery: config.AZURE_KEY_VAULT_DISABLE_INSTANCE_DISCOVERY,
+      disableChallengeResourceVerification: config.AZURE_KEY_VAULT_DISABLE_CHALLENGE_RESOURCE_VERIFICATION,
+      caCertificates: config.AZURE_KEY_VAULT_CA_FILE
+        ? [readCaFile(config.AZURE_KEY_VAULT_CA_FILE)]
+        : undefined,
+    },
   };
   const ephemeralRunner: EphemeralRunnerModuleOptions = {
     userAgent: userAgentFor('runner'),
@@ -133,7 +144,19 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     ephemeralRunnerSet,
     autoscalingRunnerSet,
     autoscalingListener,
+    secrets,
   };
+}
+
+/** The CA bundle for Azure Key Vault, read once at start; a file that cannot be read stops the start. */
+function readCaFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      `invalid controller configuration:\n  AZURE_KEY_VAULT_CA_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    );
+  }
 }
 
 /**
@@ -159,7 +182,7 @@ export class ControllerAppModule {
         ObservabilityModule.forRoot({ logger: options.logger }),
         KubeModule.forRoot(modules.kube),
         ActionsModule.forRoot(modules.actions),
-        SecretsModule.forRoot({}),
+        SecretsModule.forRoot(modules.secrets),
         UnregistrationModule.forRoot(modules.unregistration),
         EphemeralRunnerModule.forRoot(modules.ephemeralRunner),
         EphemeralRunnerSetModule.forRoot(modules.ephemeralRunnerSet),

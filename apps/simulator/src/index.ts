@@ -9,3 +9,8 @@ export {
   type FaultWindowSpec,
   type FaultWindowView,
 } from './fault-windows';
+export {
+  KeyVaultStandIn,
+  type KeyVaultRequest,
+  type KeyVaultStandInOptions,
+} from './azure-key-vault/key-vault-stand-in';

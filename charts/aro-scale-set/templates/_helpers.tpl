@@ -18,24 +18,81 @@ chart survives a rollback to upstream 0.14.x. ARO's version is in `helm.sh/chart
 
 {{/*
 Upstream's *experimental* scale-set chart (gha-runner-scale-set-experimental) takes another shape of
-values (scaleset, auth, runner, secretResolution, resource). The schema lets those keys through so that
-this refusal, which says what they are, is the message a user sees, rather than "additional properties
-not allowed". Called from the helpers every template goes through (the scale set's name and the
-controller lookup), so it is the first failure whatever template Helm renders first.
+values (scaleset, auth, runner, secretResolution, resource). What maps cleanly onto this chart's values
+is translated in place, once per render, before any template reads them (every template goes through
+the scale set's name or the controller lookup, which call this first); what upstream renders broken or
+this chart cannot say the same way is refused, naming the key. docs/migrating.md lists the mapping.
 */}}
-{{- define "aro-scale-set.refuseExperimentalShape" -}}
-{{- $keys := list }}
+{{- define "aro-scale-set.translateExperimentalShape" -}}
+{{- $v := .Values }}
+{{- $experimental := false }}
 {{- range $key := list "scaleset" "auth" "runner" "secretResolution" "resource" }}
-{{- if hasKey $.Values $key }}{{ $keys = append $keys $key }}{{ end }}
+{{- if hasKey $v $key }}{{ $experimental = true }}{{ end }}
 {{- end }}
-{{- with $keys }}
-{{- fail (printf "%s: values of upstream's gha-runner-scale-set-experimental chart; aro-scale-set takes gha-runner-scale-set's values (scaleset.name -> runnerScaleSetName, auth.url -> githubConfigUrl, auth.githubToken/app/secretName -> githubConfigSecret, runner.mode -> containerMode.type, runner.pod -> template; docs/helm.md maps each key)" (join ", " .)) }}
+{{- if and $experimental (not (hasKey $v "__aroTranslatedExperimental")) }}
+{{- $_ := set $v "__aroTranslatedExperimental" true }}
+{{- $ss := $v.scaleset | default dict }}
+{{- with $ss.name }}{{ $_ := set $v "runnerScaleSetName" . }}{{ end }}
+{{- with $ss.runnerGroup }}{{ $_ := set $v "runnerGroup" . }}{{ end }}
+{{- with $ss.labels }}{{ $_ := set $v "scaleSetLabels" . }}{{ end }}
+{{- if hasKey $ss "minRunners" }}{{ $_ := set $v "minRunners" $ss.minRunners }}{{ end }}
+{{- if hasKey $ss "maxRunners" }}{{ $_ := set $v "maxRunners" $ss.maxRunners }}{{ end }}
+{{- $auth := $v.auth | default dict }}
+{{- with $auth.url }}{{ $_ := set $v "githubConfigUrl" . }}{{ end }}
+{{- $app := $auth.app | default dict }}
+{{- $hasApp := or $app.clientId $app.installationId $app.privateKey }}
+{{- if and $auth.secretName (or $auth.githubToken $hasApp) }}
+{{- fail "auth.secretName: give either an existing Secret's name or auth.githubToken / auth.app, not both (upstream's experimental chart would ignore the inline credentials)" }}
+{{- end }}
+{{- if $auth.secretName }}
+{{- $_ := set $v "githubConfigSecret" $auth.secretName }}
+{{- else if $auth.githubToken }}
+{{- $_ := set $v "githubConfigSecret" (dict "github_token" $auth.githubToken) }}
+{{- else if $hasApp }}
+{{- $_ := set $v "githubConfigSecret" (dict "github_app_id" (toString ($app.clientId | default "")) "github_app_installation_id" (toString ($app.installationId | default "")) "github_app_private_key" ($app.privateKey | default "")) }}
+{{- end }}
+{{- $sr := $v.secretResolution | default dict }}
+{{- $srType := $sr.type | default "kubernetes" }}
+{{- if eq $srType "azureKeyVault" }}
+{{- fail "secretResolution.type: azureKeyVault: upstream's experimental chart renders vaultConfig.type azureKeyVault, which upstream's controller refuses (it knows azure_key_vault only); set keyVault.type: azure_key_vault and keyVault.azureKeyVault (url, tenantId, clientId, certificatePath) instead (docs/secrets.md)" }}
+{{- else if ne $srType "kubernetes" }}
+{{- fail (printf "secretResolution.type: %s is not a secret resolution upstream or ARO knows (kubernetes, or keyVault.type: azure_key_vault)" $srType) }}
+{{- end }}
+{{- $runner := $v.runner | default dict }}
+{{- $mode := $runner.mode | default "" }}
+{{- if has $mode (list "dind" "kubernetes" "kubernetes-novolume") }}
+{{- $cm := dict "type" $mode }}
+{{- $km := $runner.kubernetesMode | default dict }}
+{{- with $km.workVolumeClaim }}{{ $_ := set $cm "kubernetesModeWorkVolumeClaim" . }}{{ end }}
+{{- $_ := set $v "containerMode" $cm }}
+{{- else if ne $mode "" }}
+{{- fail (printf "runner.mode: %s is not a mode upstream's experimental chart renders (\"\", dind, kubernetes)" $mode) }}
+{{- end }}
+{{- $untranslated := list }}
+{{- $pod := $runner.pod | default dict }}
+{{- $podMeta := $pod.metadata | default dict }}
+{{- $podSpec := $pod.spec | default dict }}
+{{- if or $podMeta.labels $podMeta.annotations }}{{ $untranslated = append $untranslated "runner.pod.metadata" }}{{ end }}
+{{- range $k, $val := $podSpec }}{{ if $val }}{{ $untranslated = append $untranslated (printf "runner.pod.spec.%s" $k) }}{{ end }}{{ end }}
+{{- $container := $runner.container | default dict }}
+{{- if and $container.image (ne $container.image "ghcr.io/actions/actions-runner:latest") }}{{ $untranslated = append $untranslated "runner.container.image" }}{{ end }}
+{{- if and $container.command (ne (toJson $container.command) "[\"/home/runner/run.sh\"]") }}{{ $untranslated = append $untranslated "runner.container.command" }}{{ end }}
+{{- $km := $runner.kubernetesMode | default dict }}
+{{- if $km.serviceAccountName }}{{ $untranslated = append $untranslated "runner.kubernetesMode.serviceAccountName" }}{{ end }}
+{{- range $key, $res := ($v.resource | default dict) }}
+{{- $meta := (($res | default dict).metadata | default dict) }}
+{{- if or $meta.labels $meta.annotations }}{{ $untranslated = append $untranslated (printf "resource.%s.metadata" $key) }}{{ end }}
+{{- if ($res | default dict).extraRules }}{{ $untranslated = append $untranslated (printf "resource.%s.extraRules" $key) }}{{ end }}
+{{- end }}
+{{- with $untranslated }}
+{{- fail (printf "%s: not translated from upstream's gha-runner-scale-set-experimental values; give the runner pod as template (containerMode adds dind or the hooks to it) and object metadata as resourceMeta (docs/migrating.md maps each key)" (join ", " .)) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
 {{/* The scale set's name: runnerScaleSetName, else the release name; `_` is not valid in object names. */}}
 {{- define "aro-scale-set.scaleSetName" -}}
-{{- include "aro-scale-set.refuseExperimentalShape" . }}
+{{- include "aro-scale-set.translateExperimentalShape" . }}
 {{- default .Release.Name .Values.runnerScaleSetName | replace "_" "-" }}
 {{- end }}
 
@@ -171,7 +228,7 @@ upstream's both label it `app.kubernetes.io/part-of: gha-rs-controller`, so eith
 watching this namespace only is preferred; two candidates are refused rather than guessed between.
 */}}
 {{- define "aro-scale-set.controllerServiceAccount" -}}
-{{- include "aro-scale-set.refuseExperimentalShape" . }}
+{{- include "aro-scale-set.translateExperimentalShape" . }}
 {{- $given := default (dict) .Values.controllerServiceAccount }}
 {{- if and $given.name $given.namespace }}
 {{- toJson (dict "name" $given.name "namespace" $given.namespace) }}

@@ -7,6 +7,7 @@ export type { ActionsClientOptions, CallOptions } from './client';
 export { FORCE_GHES_ENV, InvalidConfigUrlError, parseGitHubConfigUrl } from './config-url';
 export type { GitHubConfig, GitHubScope } from './config-url';
 export type { ProxySettings } from './dispatchers';
+export { noProxyMatcher } from './dispatchers';
 export {
   ActionsError,
   isActionsError,

@@ -17,6 +17,12 @@ export type SecretResolutionReason =
   | 'InvalidCertificate'
   | 'InvalidTLSConfig'
   | 'NoCredentialSource'
+  | 'InvalidVaultConfig'
+  | 'VaultSecretNotFound'
+  | 'VaultSecretEmpty'
+  | 'VaultAccessDenied'
+  | 'VaultAuthenticationFailed'
+  | 'VaultRequestRefused'
   | 'InvalidHolder';
 
 export interface SecretResolutionErrorInit {

@@ -14,6 +14,8 @@ export {
   configHolderOfScaleSet,
   type GitHubConfigHolder,
 } from './config-holder';
+export { AzureKeyVaultSource } from './azure-key-vault/azure-key-vault-source';
+export type { AzureKeyVaultOptions } from './azure-key-vault/azure-key-vault-options';
 export { CREDENTIAL_SOURCES, vaultTypeOf, type CredentialSource } from './credential-source';
 export {
   isSecretResolutionError,

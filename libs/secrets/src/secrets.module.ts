@@ -13,6 +13,8 @@ import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { MultiClient } from '@aro/actions';
 import { KubeClient } from '@aro/kube';
 import { LOGGER, Logger } from '@aro/observability';
+import { AzureKeyVaultSource } from './azure-key-vault/azure-key-vault-source';
+import type { AzureKeyVaultOptions } from './azure-key-vault/azure-key-vault-options';
 import { CREDENTIAL_SOURCES, CredentialSource } from './credential-source';
 import { KubernetesSecretSource } from './kubernetes-secret-source';
 import { SecretResolver } from './secret-resolver';
@@ -20,6 +22,8 @@ import { SecretResolver } from './secret-resolver';
 export interface SecretsModuleOptions {
   /** Upper bound on one resolution; 30 s by default. */
   timeoutMs?: number;
+  /** How the built-in Azure Key Vault source (`vaultConfig.type: azure_key_vault`) reaches Azure. */
+  azureKeyVault?: AzureKeyVaultOptions;
 }
 
 /** Given to forRoot/forRootAsync beside the options: they shape the module's providers. */
@@ -45,9 +49,10 @@ export const {
     providers: [
       ...(definition.providers ?? []),
       {
-        // The listed sources, then Kubernetes Secrets; the discovered ones are put first at module init.
+        // The listed sources, then the built-in ones (Azure Key Vault, Kubernetes Secrets); the
+        // discovered ones are put first at module init, so a platform may serve azure_key_vault itself.
         provide: CREDENTIAL_SOURCES,
-        inject: [...(extras.extraSources ?? []), KubernetesSecretSource],
+        inject: [...(extras.extraSources ?? []), AzureKeyVaultSource, KubernetesSecretSource],
         useFactory: (...sources: CredentialSource[]): CredentialSource[] => sources,
       },
     ],
@@ -104,7 +109,7 @@ class CredentialSourceDiscovery implements OnModuleInit {
  * Provides the {@link SecretResolver} (GitHub configuration of a runner, set or listener → an Actions
  * client), the {@link KubernetesSecretSource}, and the ordered source list under
  * {@link CREDENTIAL_SOURCES}: sources marked {@link CredentialSourceProvider}, then `extraSources`,
- * then Kubernetes Secrets. Global; needs KubeClient (KubeModule) and MultiClient (ActionsModule).
+ * then Azure Key Vault, then Kubernetes Secrets. Global; needs KubeClient (KubeModule) and MultiClient (ActionsModule).
  */
 @Global()
 @Module({
@@ -114,6 +119,12 @@ class CredentialSourceDiscovery implements OnModuleInit {
       provide: KubernetesSecretSource,
       inject: [KubeClient],
       useFactory: (kube: KubeClient) => new KubernetesSecretSource(kube),
+    },
+    {
+      provide: AzureKeyVaultSource,
+      inject: [KubeClient, SECRETS_MODULE_OPTIONS],
+      useFactory: (kube: KubeClient, opts: SecretsModuleOptions) =>
+        new AzureKeyVaultSource(kube, opts.azureKeyVault),
     },
     {
       provide: SecretResolver,
@@ -141,6 +152,6 @@ class CredentialSourceDiscovery implements OnModuleInit {
     },
     CredentialSourceDiscovery,
   ],
-  exports: [SecretResolver, CREDENTIAL_SOURCES, KubernetesSecretSource],
+  exports: [SecretResolver, CREDENTIAL_SOURCES, KubernetesSecretSource, AzureKeyVaultSource],
 })
 export class SecretsModule extends SecretsConfigurableModule {}

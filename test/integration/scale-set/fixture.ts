@@ -46,6 +46,8 @@ export interface ScaleSetFixtureOptions {
   unregistration?: { orphanGraceMs?: number };
   /** Environment variables over the fixture's (e.g. CONTROLLER_MANAGER_CONTAINER_IMAGE: ''). */
   env?: Record<string, string>;
+  /** The app's logger instead of the silent one (a test that reads what the controller logs). */
+  logger?: Logger;
   /** Skip creating the GitHub config secret. */
   skipSecret?: boolean;
   /**
@@ -126,7 +128,7 @@ export async function startScaleSetFixture(
   const kubeConfig = testKubeConfig();
   const kube = new KubeClient(kubeConfig);
   const testName = expect.getState().currentTestName;
-  const logger = testLogger().child({ test: testName ?? 'setup' });
+  const logger = (opts.logger ?? testLogger()).child({ test: testName ?? 'setup' });
   if (!opts.skipSecret && !opts.namespacesOf) {
     await kube.create<V1Secret>(SecretKind, {
       metadata: { name: GITHUB_SECRET, namespace },

@@ -112,9 +112,9 @@ describe('a credential source plugged in as a Nest module through CREDENTIAL_SOU
     kube.close();
   });
 
-  it('lists the plugged-in source before the Kubernetes Secret source', () => {
+  it('lists the plugged-in source before the built-in Azure Key Vault and Kubernetes Secret sources', () => {
     const sources = app.get<CredentialSource[]>(CREDENTIAL_SOURCES);
-    expect(sources.map((s) => s.name)).toEqual(['in-memory-vault', 'kubernetes-secret']);
+    expect(sources.map((s) => s.name)).toEqual(['in-memory-vault', 'azure-key-vault', 'kubernetes-secret']);
   });
 
   it('serves a holder of its vault type from the vault, with no Secret in the namespace', async () => {
@@ -173,10 +173,10 @@ describe('a credential source plugged in as a Nest module through CREDENTIAL_SOU
 
   it('refuses a vault type that neither source handles, listing the sources', async () => {
     const e = await resolutionError(
-      resolver.getCredentials(holderIn(ns, { vaultConfig: { type: 'azure_key_vault' } })),
+      resolver.getCredentials(holderIn(ns, { vaultConfig: { type: 'hashicorp_vault' } })),
     );
     expect(e.reason).toBe('NoCredentialSource');
-    expect(e.message).toContain('no credential source handles vault type azure_key_vault');
-    expect(e.message).toContain('registered sources: in-memory-vault, kubernetes-secret');
+    expect(e.message).toContain('no credential source handles vault type hashicorp_vault');
+    expect(e.message).toContain('registered sources: in-memory-vault, azure-key-vault, kubernetes-secret');
   });
 });

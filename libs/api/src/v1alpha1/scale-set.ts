@@ -39,6 +39,8 @@ export const ScaleSetReasons = {
   scaleSetRecreated: 'ScaleSetRecreated',
   scaleSetDeleted: 'ScaleSetDeleted',
   invalidCredentials: 'InvalidCredentials',
+  /** The set's vault (vaultConfig) cannot serve its GitHub config: a missing key, a refused app, a bad field. */
+  vaultFailure: 'VaultFailure',
   tlsFailure: 'TLSFailure',
   proxyFailure: 'ProxyFailure',
   runnerGroupNotFound: 'RunnerGroupNotFound',

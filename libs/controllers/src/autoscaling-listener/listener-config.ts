@@ -1,5 +1,5 @@
-import { AutoscalingListener, ListenerConfig, VAULT_TYPE_AZURE_KEY_VAULT } from '@aro/api';
-import { SecretResolver, configHolderOfListener, vaultTypeOf } from '@aro/secrets';
+import { AutoscalingListener, ListenerConfig } from '@aro/api';
+import { SecretResolver, configHolderOfListener } from '@aro/secrets';
 
 export interface ListenerConfigSettings {
   scaleSetName: string;
@@ -12,8 +12,9 @@ export interface ListenerConfigSettings {
 /**
  * The listener's config.json (the contract in `@aro/api` ListenerConfig): the scale set and its
  * EphemeralRunnerSet, the bounds, and everything it needs to reach the service resolved here, where
- * the Secrets can be read: the credentials (or the vault lookup, when the set uses a vault), the CA
- * PEM and the proxy with its credentials. The listener's ServiceAccount can then be denied every read.
+ * the Secrets can be read: the credentials (from the set's vault too: upstream's listener reads the
+ * vault itself, which would need the vault's certificate in every listener pod), the CA PEM and the
+ * proxy with its credentials. The listener's ServiceAccount can then be denied every read.
  */
 export async function buildListenerConfig(
   resolver: SecretResolver,
@@ -37,19 +38,13 @@ export async function buildListenerConfig(
     metrics_endpoint: settings.metricsEndpoint,
   };
   if (spec.metrics) config.metrics = spec.metrics;
-  const vaultType = vaultTypeOf(holder);
-  if (vaultType !== '' && vaultType === VAULT_TYPE_AZURE_KEY_VAULT) {
-    config.vault_type = vaultType;
-    config.vault_lookup_key = spec.githubConfigSecret ?? '';
+  const credentials = await resolver.getCredentials(holder, signal);
+  if (credentials.kind === 'pat') {
+    config.github_token = credentials.token;
   } else {
-    const credentials = await resolver.getCredentials(holder, signal);
-    if (credentials.kind === 'pat') {
-      config.github_token = credentials.token;
-    } else {
-      config.github_app_id = credentials.appId;
-      config.github_app_installation_id = credentials.installationId;
-      config.github_app_private_key = credentials.privateKey;
-    }
+    config.github_app_id = credentials.appId;
+    config.github_app_installation_id = credentials.installationId;
+    config.github_app_private_key = credentials.privateKey;
   }
   const rootCAs = await resolver.getRootCAs(holder, signal);
   if (rootCAs?.length) config.server_root_ca = rootCAs.join('\n');

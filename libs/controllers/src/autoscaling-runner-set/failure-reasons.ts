@@ -33,6 +33,9 @@ export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undef
     ) {
       return { reason: ScaleSetReasons.tlsFailure, message };
     }
+    if (err.reason.startsWith('Vault') || err.reason === 'InvalidVaultConfig') {
+      return { reason: ScaleSetReasons.vaultFailure, message };
+    }
     return { reason: ScaleSetReasons.invalidCredentials, message };
   }
   // The transport named these where they happened (a TLS error code, the proxy client's own failure).
