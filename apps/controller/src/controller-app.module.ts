@@ -10,6 +10,8 @@ import {
   EphemeralRunnerModuleOptions,
   EphemeralRunnerSetModule,
   EphemeralRunnerSetModuleOptions,
+  EvictionWebhookModule,
+  EvictionWebhookModuleOptions,
   UnregistrationModule,
   UnregistrationModuleOptions,
 } from '@aro/controllers';
@@ -44,6 +46,7 @@ export interface ControllerAppOptions {
     ephemeralRunnerSet?: Partial<EphemeralRunnerSetModuleOptions>;
     autoscalingRunnerSet?: Partial<AutoscalingRunnerSetModuleOptions>;
     autoscalingListener?: Partial<AutoscalingListenerModuleOptions>;
+    evictionWebhook?: Partial<EvictionWebhookModuleOptions>;
   };
 }
 
@@ -124,6 +127,15 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     now: options.now,
     ...overrides.autoscalingListener,
   };
+  const evictionWebhook: EvictionWebhookModuleOptions = {
+    // The webhook removes registrations for the eviction protection: off with it.
+    enabled: config.BUSY_RUNNER_EVICTION_PROTECTION && config.EVICTION_WEBHOOK_PORT > 0,
+    port: config.EVICTION_WEBHOOK_PORT,
+    bindAddress: config.EVICTION_WEBHOOK_BIND_ADDRESS,
+    certDir: config.EVICTION_WEBHOOK_CERT_DIR,
+    events: config.EVENTS,
+    ...overrides.evictionWebhook,
+  };
   return {
     kube,
     ephemeralRunner,
@@ -132,6 +144,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     ephemeralRunnerSet,
     autoscalingRunnerSet,
     autoscalingListener,
+    evictionWebhook,
   };
 }
 
@@ -164,6 +177,7 @@ export class ControllerAppModule {
         EphemeralRunnerSetModule.forRoot(modules.ephemeralRunnerSet),
         AutoscalingRunnerSetModule.forRoot(modules.autoscalingRunnerSet),
         AutoscalingListenerModule.forRoot(modules.autoscalingListener),
+        EvictionWebhookModule.forRoot(modules.evictionWebhook),
         HealthModule,
         ...(options.extensions ?? []),
       ],
