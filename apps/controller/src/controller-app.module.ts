@@ -133,6 +133,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     port: config.EVICTION_WEBHOOK_PORT,
     bindAddress: config.EVICTION_WEBHOOK_BIND_ADDRESS,
     certDir: config.EVICTION_WEBHOOK_CERT_DIR,
+    reviewTimeoutMs: (config.EVICTION_WEBHOOK_TIMEOUT_SECONDS - 2) * 1000,
     events: config.EVENTS,
     ...overrides.evictionWebhook,
   };

@@ -143,7 +143,7 @@ describe('EphemeralRunner eviction protection', () => {
   it('lifts the protection from a pod that lingers after its runner exited, so the drain goes on', async () => {
     await start({ config: { evictionProtection: true } });
     await f.createRunner('ev-linger', (spec) => {
-      spec.spec.containers.push({ name: 'sidecar', image: 'docker:dind' });
+      spec.spec?.containers.push({ name: 'sidecar', image: 'docker:dind' });
     });
     await f.waitForPod('ev-linger', (p) => p !== undefined, 'the runner pod');
     await runnerContainerRunning(f.namespace, 'ev-linger');
