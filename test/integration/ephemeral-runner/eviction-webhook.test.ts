@@ -150,6 +150,7 @@ describe('EphemeralRunner eviction webhook', () => {
       if (runner.name === 'wh-idle') podAtRemoval.push(await f.pod('wh-idle'));
     };
 
+    suite.sim.resetCallCounts();
     const answer = await evict('wh-idle');
     expect(answer.code).toBe(201);
     // Gone as the Eviction API answered: no waiting for the controller.
@@ -170,6 +171,13 @@ describe('EphemeralRunner eviction webhook', () => {
     await f.waitForRunner('wh-idle', (r) => r === undefined, 'the runner gone');
     // Not registered again for the evicted pod.
     expect(suite.sim.runner('wh-idle')).toBeUndefined();
+    expect(suite.sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(0);
+    // The cost of the eviction on the service: the webhook's removal, and the finalizer's (404).
+    const removals = suite.sim.callCount('DELETE agents/{id}');
+    console.log(
+      `Actions service calls for one idle runner evicted through the webhook: ${removals} removal(s)`,
+    );
+    expect(removals).toBeLessThanOrEqual(2);
   });
 
   it('refuses the eviction of a runner the service gave a job the controller has not heard of yet; the job completes', async () => {
