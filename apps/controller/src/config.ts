@@ -151,6 +151,20 @@ export const controllerEnvSchema = z
      * label, and the Cluster Autoscaler and Karpenter annotations); idle runners' pods do not.
      */
     BUSY_RUNNER_EVICTION_PROTECTION: bool(true),
+    /**
+     * Port of the admission webhook on `pods/eviction` (HTTPS, every replica): an idle runner's
+     * registration is removed before its pod is evicted, and a runner the service says holds a job
+     * keeps its pod. `0` (the default outside the chart) serves none.
+     */
+    EVICTION_WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+    EVICTION_WEBHOOK_BIND_ADDRESS: z.string().default('0.0.0.0'),
+    /** Folder of the webhook's serving certificate, `tls.crt` and `tls.key` (controller-runtime's default). */
+    EVICTION_WEBHOOK_CERT_DIR: z.string().default('/tmp/k8s-webhook-server/serving-certs'),
+    /**
+     * The webhook's `timeoutSeconds`: a review gives up 2 s sooner and refuses (429, which drains
+     * retry) rather than let the API server time out, which failurePolicy Ignore would allow unreviewed.
+     */
+    EVICTION_WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().int().min(3).max(30).default(10),
     /** Comma-separated label key prefixes not copied from scale sets onto the objects made for them. */
     EXCLUDE_LABEL_PROPAGATION_PREFIXES: z
       .string()

@@ -11,6 +11,8 @@ import {
   EphemeralRunnerModuleOptions,
   EphemeralRunnerSetModule,
   EphemeralRunnerSetModuleOptions,
+  EvictionWebhookModule,
+  EvictionWebhookModuleOptions,
   UnregistrationModule,
   UnregistrationModuleOptions,
 } from '@aro/controllers';
@@ -46,6 +48,7 @@ export interface ControllerAppOptions {
     ephemeralRunnerSet?: Partial<EphemeralRunnerSetModuleOptions>;
     autoscalingRunnerSet?: Partial<AutoscalingRunnerSetModuleOptions>;
     autoscalingListener?: Partial<AutoscalingListenerModuleOptions>;
+    evictionWebhook?: Partial<EvictionWebhookModuleOptions>;
   };
 }
 
@@ -136,6 +139,16 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     now: options.now,
     ...overrides.autoscalingListener,
   };
+  const evictionWebhook: EvictionWebhookModuleOptions = {
+    // The webhook removes registrations for the eviction protection: off with it.
+    enabled: config.BUSY_RUNNER_EVICTION_PROTECTION && config.EVICTION_WEBHOOK_PORT > 0,
+    port: config.EVICTION_WEBHOOK_PORT,
+    bindAddress: config.EVICTION_WEBHOOK_BIND_ADDRESS,
+    certDir: config.EVICTION_WEBHOOK_CERT_DIR,
+    reviewTimeoutMs: (config.EVICTION_WEBHOOK_TIMEOUT_SECONDS - 2) * 1000,
+    events: config.EVENTS,
+    ...overrides.evictionWebhook,
+  };
   return {
     kube,
     ephemeralRunner,
@@ -145,6 +158,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     autoscalingRunnerSet,
     autoscalingListener,
     secrets,
+    evictionWebhook,
   };
 }
 
@@ -188,6 +202,7 @@ export class ControllerAppModule {
         EphemeralRunnerSetModule.forRoot(modules.ephemeralRunnerSet),
         AutoscalingRunnerSetModule.forRoot(modules.autoscalingRunnerSet),
         AutoscalingListenerModule.forRoot(modules.autoscalingListener),
+        EvictionWebhookModule.forRoot(modules.evictionWebhook),
         HealthModule,
         ...(options.config.FLEET_PAGE ? [FleetPageModule] : []),
         ...(options.extensions ?? []),

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { GitHubAccounts } from './accounts';
 import type { ActionsService, Session } from './actions-service';
 import { vssError } from './errors';
-import type { OwnerRef, TimingOptions } from './types';
+import type { OwnerRef, RunnerView, TimingOptions } from './types';
 
 /**
  * The protocol surface as a table: each route has the call-counter key tests use for counters and
@@ -40,6 +40,8 @@ export interface RouteDeps {
   actions: ActionsService;
   timing: TimingOptions;
   origin(): string;
+  /** Awaited after a registration is removed and before the remover gets its answer (tests). */
+  onRunnerRemoved?: (runner: RunnerView) => Promise<void>;
 }
 
 const API_VERSION = '6.0-preview';
@@ -100,7 +102,7 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     method: string,
     key: string,
     path: string,
-    handle: (tenantId: string, req: RouteRequest) => RouteResponse,
+    handle: (tenantId: string, req: RouteRequest) => RouteResponse | Promise<RouteResponse>,
   ): void => {
     routes.push({
       method,
@@ -282,9 +284,12 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     const id = /^\d+$/.test(req.params.id) ? Number(req.params.id) : -1;
     return { status: 200, body: actions.registrations.get(tenantId, id) };
   });
-  admin('DELETE', 'agents/{id}', 'distributedtask/pools/{poolId}/agents/{id}', (tenantId, req) => {
+  admin('DELETE', 'agents/{id}', 'distributedtask/pools/{poolId}/agents/{id}', async (tenantId, req) => {
     const id = /^\d+$/.test(req.params.id) ? Number(req.params.id) : -1;
+    const view = actions.registrations.views().find((r) => r.id === id);
     actions.registrations.remove(tenantId, id);
+    // Before the caller hears of it: what the world looked like at the moment the service let go.
+    if (view) await deps.onRunnerRemoved?.(view);
     return { status: 204 };
   });
 

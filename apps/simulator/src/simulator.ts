@@ -66,6 +66,11 @@ export class RunningSimulator {
   private readonly windows = new FaultWindows(this);
   private server: Server | null = null;
   private stopped: Promise<void> | null = null;
+  /**
+   * Awaited after a removal of a registration through the API, before the caller is answered: a test
+   * sees the world as it was at the moment the service let the runner go (what else had happened).
+   */
+  onRunnerRemoved?: (runner: RunnerView) => Promise<void>;
 
   /** Use `startSimulator`. */
   constructor(
@@ -102,6 +107,7 @@ export class RunningSimulator {
       actions: this.actions,
       timing: this.timingOptions,
       origin: () => this.origin,
+      onRunnerRemoved: (runner) => this.onRunnerRemoved?.(runner) ?? Promise.resolve(),
     });
     server.on(
       'request',

@@ -242,3 +242,12 @@ Role's finalizers needs no escalate: the apiserver lets a change of only finaliz
   verbs: [create, patch]
   {{- end }}
 {{- end }}
+
+{{/* The eviction webhook's Secret, Service and ValidatingWebhookConfiguration. */}}
+{{- define "aro-controller.evictionWebhookName" -}}
+{{- printf "%s-eviction-webhook" (include "aro-controller.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "aro-controller.evictionWebhookEnabled" -}}
+{{- if and .Values.evictionWebhook.enabled .Values.flags.busyRunnerEvictionProtection }}true{{- end }}
+{{- end }}

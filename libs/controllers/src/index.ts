@@ -4,3 +4,4 @@ export * from './shared';
 export * from './ephemeral-runner-set';
 export * from './autoscaling-runner-set';
 export * from './autoscaling-listener';
+export * from './eviction-webhook';

@@ -47,6 +47,8 @@ export interface InstallOptions {
   scaleSetValues?: Record<string, unknown>;
   /** Changes the rendered controller objects before they are applied (to take a right away). */
   editController?: (manifests: Manifest[]) => void;
+  /** Changes the rendered scale-set objects before they are applied (to take a right away). */
+  editScaleSet?: (manifests: Manifest[]) => void;
 }
 
 async function apply(manifests: Manifest[]): Promise<void> {
@@ -90,6 +92,7 @@ export async function installCharts(
       ...opts.scaleSetValues,
     },
   });
+  opts.editScaleSet?.(scaleSet);
   // The Deployment itself has no kubelet to run it: the test starts its container as a process.
   await apply(controller.filter((m) => m.kind !== 'Deployment'));
   await apply(scaleSet);

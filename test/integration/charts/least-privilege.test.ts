@@ -17,6 +17,7 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
+import { BUSY_RUNNER_LABEL, BUSY_RUNNERS_PDB_NAME, PodDisruptionBudgetKind } from '@aro/controllers';
 import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import {
@@ -152,6 +153,20 @@ describe('The charts installed on the apiserver', () => {
     });
   }
 
+  /**
+   * The busy path, as the chart's rights allow it: the listener reports a job, and the controller marks
+   * the runner's pod busy (patch on pods) and creates the namespace's PodDisruptionBudget.
+   */
+  async function busyPath(ns: string, name: string): Promise<void> {
+    const job = sim.startJob(name, { displayName: 'build' });
+    await kube.mergePatchStatus(EphemeralRunnerKind, ns, name, { status: { jobId: job.jobId } });
+    await waitFor(
+      async () => (await kube.get<V1Pod>(PodKind, ns, name)).metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true',
+      { description: `the busy label on pod ${ns}/${name}`, timeoutMs: 60_000 },
+    );
+    await kube.get(PodDisruptionBudgetKind, ns, BUSY_RUNNERS_PDB_NAME);
+  }
+
   it.each([
     ['every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
     [
@@ -201,12 +216,14 @@ describe('The charts installed on the apiserver', () => {
             'Pending',
           { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
         );
+        await busyPath(ns, 'runner-1');
         // The orphan sweep (every 2 s here) lists this scale set's registrations while its runner exists:
         // it is the part needing the widest reads, so the log is judged only after it ran.
         await waitFor(() => sim.callCount('GET agents') > sweepsBefore, {
           description: "an orphan sweep pass over the runner's scale set",
           timeoutMs: 30_000,
         });
+        sim.completeJob(sim.runner('runner-1')?.jobId ?? '', 'succeeded');
         sim.runnerExited('runner-1', 0);
         await runnerContainerTerminated(ns, 'runner-1', 0, { phase: 'Succeeded' });
         await waitFor(
@@ -391,6 +408,46 @@ describe('The charts installed on the apiserver', () => {
         timeoutMs: 60_000,
       });
       expect(replica.output()).toMatch(/cannot (list|watch) resource \\?"ephemeralrunnersets\\?"/);
+    }));
+
+  it('logs the Forbidden of the busy patch when the scale set’s Role loses patch on pods', () =>
+    explained(async () => {
+      const charts = await install({
+        controllerValues: { replicaCount: 1 },
+        editScaleSet: (manifests) => {
+          for (const role of manifests.filter((m) => m.kind === 'Role')) {
+            const rules = (role as Manifest & { rules?: Array<{ resources: string[]; verbs: string[] }> })
+              .rules;
+            for (const rule of rules ?? []) {
+              if (rule.resources.includes('pods')) rule.verbs = rule.verbs.filter((v) => v !== 'patch');
+            }
+          }
+        },
+      });
+      const replica = await startReplica(charts, `${charts.release}-0`);
+      const ns = charts.runnerNamespace;
+      await createRunner(charts, 'runner-unpatched');
+      await waitFor(() => readOrUndefined(() => kube.get<V1Pod>(PodKind, ns, 'runner-unpatched')), {
+        description: 'the runner pod created by the controller',
+        timeoutMs: 60_000,
+      });
+      await runnerContainerRunning(ns, 'runner-unpatched');
+      await waitFor(
+        async () =>
+          (await kube.get<EphemeralRunner>(EphemeralRunnerKind, ns, 'runner-unpatched')).status?.phase ===
+          'Pending',
+        { description: 'the EphemeralRunner to report its running pod', timeoutMs: 60_000 },
+      );
+      const job = sim.startJob('runner-unpatched', { displayName: 'build' });
+      await kube.mergePatchStatus(EphemeralRunnerKind, ns, 'runner-unpatched', {
+        status: { jobId: job.jobId },
+      });
+      await waitFor(() => /cannot patch resource \\?"pods\\?"/.test(replica.output()), {
+        description: 'the Forbidden of the busy patch in the controller log',
+        timeoutMs: 60_000,
+      });
+      const pod = await kube.get<V1Pod>(PodKind, ns, 'runner-unpatched');
+      expect(pod.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBeUndefined();
     }));
 
   it('runs two replicas: one leads, the other is ready as standby and takes over when the leader is killed', () =>

@@ -66,7 +66,7 @@ describe('EphemeralRunner eviction protection', () => {
     f = await suite.start(opts);
   }
 
-  it('drains a node: the idle runner goes (registration removed first), the busy one stays until its job ends, no job fails', async () => {
+  it('drains a node: the idle runner goes (its registration removed), the busy one stays until its job ends, no job fails', async () => {
     await start({ config: { evictionProtection: true } });
     await idleRunner('ev-busy');
     await idleRunner('ev-idle');
@@ -115,8 +115,9 @@ describe('EphemeralRunner eviction protection', () => {
       expect(status?.disruptionsAllowed).toBe(0);
     }
 
-    // The drain evicts both pods. The idle runner's goes: its registration is removed while the pod
-    // is still terminating, so no job can be assigned to it, and the runner is deleted.
+    // The drain evicts both pods. The idle runner's goes: without the eviction webhook (its own test,
+    // eviction-webhook.test.ts) its registration is removed while the pod is still terminating, and
+    // the runner is deleted.
     expect(await evict('ev-idle')).toBe(201);
     await waitFor(() => suite.sim.runner('ev-idle') === undefined, {
       description: 'the idle registration removed',
@@ -137,6 +138,47 @@ describe('EphemeralRunner eviction protection', () => {
     await f.waitForRunner('ev-busy', (r) => r === undefined, 'the busy runner done and deleted');
     await f.waitForPod('ev-busy', (p) => p === undefined, 'the busy pod gone');
     expect(suite.sim.job(jobId)?.result).toBe('succeeded');
+  });
+
+  it('lifts the protection from a pod that lingers after its runner exited, so the drain goes on', async () => {
+    await start({ config: { evictionProtection: true } });
+    await f.createRunner('ev-linger', (spec) => {
+      spec.spec?.containers.push({ name: 'sidecar', image: 'docker:dind' });
+    });
+    await f.waitForPod('ev-linger', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, 'ev-linger');
+    await f.waitForRunner('ev-linger', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const jobId = await startJob('ev-linger');
+    await f.waitForPod(
+      'ev-linger',
+      (p) => busyMarks(p).label === 'true',
+      'the busy label on the pod of the runner executing a job',
+    );
+
+    // The runner process exits while the service still holds its job (the job's end not reported
+    // yet), and the sidecar keeps the pod running: the runner is deleted, but its finalizer keeps the
+    // pod until the service lets go of the job. Nothing in the pod can execute a job any more.
+    await runnerContainerTerminated(f.namespace, 'ev-linger', 1);
+    const lingering = await f.waitForPod(
+      'ev-linger',
+      (p) => busyMarks(p).label === undefined,
+      'the busy label removed from the lingering pod',
+    );
+    expect(busyMarks(lingering)).toEqual({
+      label: undefined,
+      safeToEvict: undefined,
+      doNotDisrupt: undefined,
+    });
+    expect(lingering?.metadata?.deletionTimestamp).toBeUndefined();
+    expect(suite.sim.runner('ev-linger')?.jobId).toBe(jobId);
+    expect(await evict('ev-linger')).toBe(201);
+
+    suite.sim.completeJob(jobId, 'failed');
+    await finishPodDeletion(f.namespace, 'ev-linger');
+    await f.waitForRunner('ev-linger', (r) => r === undefined, 'the runner deleted');
+    await waitFor(() => suite.sim.runner('ev-linger') === undefined, {
+      description: 'the registration removed once the service let go of the job',
+    });
   });
 
   it('lets a busy runner be evicted when the protection is off', async () => {

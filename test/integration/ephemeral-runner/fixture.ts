@@ -75,6 +75,8 @@ export interface FixtureControllerConfig {
   startTimeoutMs?: number;
   /** BUSY_RUNNER_EVICTION_PROTECTION (the app's default otherwise). */
   evictionProtection?: boolean;
+  /** Serve the eviction webhook on a free loopback port with this certificate (off otherwise). */
+  evictionWebhook?: { tls: { cert: string; key: string } };
 }
 
 export interface ControllerFixture {
@@ -236,6 +238,11 @@ export async function bootControllerModules(
         namespace: c.namespace,
       },
       actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
+      ...(c.evictionWebhook
+        ? {
+            evictionWebhook: { enabled: true, port: 0, bindAddress: '127.0.0.1', tls: c.evictionWebhook.tls },
+          }
+        : {}),
     },
   };
   // Undefined overrides must not erase what the environment gave.

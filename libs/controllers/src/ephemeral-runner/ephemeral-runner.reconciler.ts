@@ -109,7 +109,14 @@ export class EphemeralRunnerReconciler implements Reconciler {
     this.podCreations = new Expectations(30_000, now, memory.slot('pod creations'));
     this.status = new RunnerStatusWriter(this.ctx);
     this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
-    this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
+    this.evictionProtection = new EvictionProtection(
+      this.ctx,
+      this.status,
+      options.evictionProtection ?? true,
+    );
+    this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup, (runner, log) =>
+      this.evictionProtection.releaseExitedRunner(runner, log),
+    );
     this.secrets = new JitSecrets(this.ctx, this.status);
     this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
     this.startWatchdog = new RunnerStartWatchdog(
@@ -117,11 +124,6 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.status,
       this.finalization,
       options.startTimeoutMs ?? DEFAULT_RUNNER_START_TIMEOUT_MS,
-    );
-    this.evictionProtection = new EvictionProtection(
-      this.ctx,
-      this.status,
-      options.evictionProtection ?? true,
     );
     // A runner gone from the cache is no longer counted in the phase gauges (registered once here,
     // so no path that forgets a runner can leave its count behind).

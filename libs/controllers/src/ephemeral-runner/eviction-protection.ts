@@ -2,7 +2,7 @@ import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, type ResourceKind, hasJob } from '@aro/api';
 import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isBeingDeleted, podTerminated } from './pod-state';
+import { isBeingDeleted, podTerminated, runnerContainerStatus } from './pod-state';
 import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
 import { carriesJobLink, jobLinkMetadata } from './job-link';
@@ -62,6 +62,15 @@ export function podMarkedBusy(pod: V1Pod): boolean {
     pod.metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true' &&
     pod.metadata?.annotations?.[SAFE_TO_EVICT_ANNOTATION] === 'false' &&
     pod.metadata?.annotations?.[DO_NOT_DISRUPT_ANNOTATION] === 'true'
+  );
+}
+
+/** Whether the pod carries any of the busy label and the autoscaler annotations. */
+function podCarriesBusyMark(pod: V1Pod): boolean {
+  return (
+    pod.metadata?.labels?.[BUSY_RUNNER_LABEL] !== undefined ||
+    pod.metadata?.annotations?.[SAFE_TO_EVICT_ANNOTATION] !== undefined ||
+    pod.metadata?.annotations?.[DO_NOT_DISRUPT_ANNOTATION] !== undefined
   );
 }
 
@@ -126,6 +135,45 @@ export class EvictionProtection {
     );
     await deleteRunnerOnce(this.ctx, runner);
     return done;
+  }
+
+  /**
+   * Called while a runner being deleted keeps its pod because the service still holds its job. When
+   * the runner process has exited (a sidecar keeps the pod running), nothing in the pod can execute a
+   * job any more: its busy marks go, so that a drain or an autoscaler can take the node while the
+   * finalizer waits for the service to let go of the job. Errors are logged, not thrown: the caller's
+   * requeue comes back here.
+   */
+  async releaseExitedRunner(runner: EphemeralRunner, log: Logger): Promise<void> {
+    const { namespace = '', name = '' } = runner.metadata ?? {};
+    let pod: V1Pod;
+    try {
+      pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    if (isBeingDeleted(pod) || !runnerContainerStatus(pod)?.state?.terminated || !podCarriesBusyMark(pod)) {
+      return;
+    }
+    const uid = pod.metadata?.uid ?? '';
+    try {
+      await this.ctx.deps.client.mergePatch<V1Pod>(PodKind, namespace, name, {
+        metadata: {
+          uid,
+          labels: { [BUSY_RUNNER_LABEL]: null },
+          annotations: { [SAFE_TO_EVICT_ANNOTATION]: null, [DO_NOT_DISRUPT_ANNOTATION]: null },
+        },
+      });
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return;
+      log.warn('Failed to remove the busy marks of a runner pod whose runner has exited', {
+        error: describeError(err),
+      });
+      return;
+    }
+    this.marked.delete(runnerKey(runner));
+    log.info('The runner process has exited: its pod no longer refuses voluntary eviction', { podUid: uid });
   }
 
   /** The busy marks (when protection is on) and the job link (job-link.ts), in one pod patch per job. */

@@ -36,6 +36,8 @@ export class RunnerFinalization {
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
     private readonly cleanup: RunnerCleanup,
+    /** Called each time a runner being deleted keeps its pod because the service still holds its job. */
+    private readonly onBusyPodKept?: (runner: EphemeralRunner, log: Logger) => Promise<void>,
   ) {}
 
   /**
@@ -86,6 +88,7 @@ export class RunnerFinalization {
               runnerId,
               requeueAfterMs: BUSY_RUNNER_REQUEUE_MS,
             });
+            await this.onBusyPodKept?.(runner, log);
             return requeueAfter(BUSY_RUNNER_REQUEUE_MS);
           }
         }

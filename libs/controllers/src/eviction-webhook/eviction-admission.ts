@@ -1,0 +1,173 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { EphemeralRunner, EphemeralRunnerKind, hasJob } from '@aro/api';
+import { type ActionsServiceClient, isActionsNotFound, isJobStillRunning } from '@aro/actions';
+import { type KubeApi, PodKind, isNotFound } from '@aro/kube';
+import type { Logger } from '@aro/observability';
+import type { EventRecorder } from '../events/event-recorder';
+import { isBeingDeleted, podTerminated, runnerContainerStatus } from '../ephemeral-runner/pod-state';
+import { onceAsync, registeredRunnerId } from '../ephemeral-runner/runner-registration';
+import type { ActionsClientProvider } from '../ephemeral-runner/unregistration-queue';
+import { describeError } from '../shared/describe-error';
+import { type AdmissionRequest, type AdmissionResponse, EVICTION_REFUSED_CODE } from './admission-review';
+
+/** The Event reason on a runner whose registration the webhook removed to let its pod be evicted. */
+export const REASON_RUNNER_EVICTION_ADMITTED = 'RunnerEvictionAdmitted';
+
+export interface EvictionAdmissionDeps {
+  /** Uncached reads (the pod and runner as they are now) and the runner's deletion. */
+  client: KubeApi;
+  actions: ActionsClientProvider;
+  events?: Pick<EventRecorder, 'record'>;
+  logger: Logger;
+}
+
+/**
+ * The decision on one eviction of a pod: the registration of an idle runner is removed on the Actions
+ * service before its pod may be evicted, so that the service cannot assign a job to a runner being
+ * killed; a runner the service says holds a job keeps its pod.
+ *
+ * The PodDisruptionBudget over the busy label (eviction-protection.ts) refuses a busy pod only once the
+ * controller has heard of the job; between the service assigning a job and that patch, only the
+ * service knows. So the service is asked, and its refusal to remove a runner executing a job
+ * (JobStillRunning) is the refusal of the eviction. A runner the service no longer holds cannot get a
+ * job: it is deleted as a whole (its finalizer finds the registration gone), so that nothing registers
+ * it again for the pod being evicted, and its set replaces it.
+ *
+ * Every answer that is not an allow is a 429, which `kubectl drain` and the autoscalers retry; the
+ * webhook's failurePolicy is Ignore, so a controller that cannot be reached leaves the budget as the
+ * only protection instead of blocking every drain.
+ */
+export class EvictionAdmission {
+  constructor(private readonly deps: EvictionAdmissionDeps) {}
+
+  async review(request: AdmissionRequest, signal: AbortSignal): Promise<AdmissionResponse> {
+    const allow = (warnings?: string[]): AdmissionResponse => ({
+      uid: request.uid,
+      allowed: true,
+      ...(warnings ? { warnings } : {}),
+    });
+    const refuse = (message: string): AdmissionResponse => ({
+      uid: request.uid,
+      allowed: false,
+      status: { code: EVICTION_REFUSED_CODE, reason: 'TooManyRequests', message },
+    });
+    if (request.resource?.resource !== 'pods' || request.subResource !== 'eviction') return allow();
+    const namespace = request.namespace ?? '';
+    const podName = request.name ?? '';
+    const log = this.deps.logger.child({ namespace, pod: podName, admission: request.uid });
+    try {
+      return await this.decide(namespace, podName, request.dryRun === true, signal, log, allow, refuse);
+    } catch (err) {
+      log.warn('Refusing the eviction of a runner pod: its registration could not be settled', {
+        error: describeError(err),
+      });
+      return refuse(
+        `the eviction of runner pod ${namespace}/${podName} is refused until its runner's registration is removed from the Actions service (retry): ${describeError(err)}`,
+      );
+    }
+  }
+
+  private async decide(
+    namespace: string,
+    podName: string,
+    dryRun: boolean,
+    signal: AbortSignal,
+    log: Logger,
+    allow: (warnings?: string[]) => AdmissionResponse,
+    refuse: (message: string) => AdmissionResponse,
+  ): Promise<AdmissionResponse> {
+    const { client } = this.deps;
+    const pod = await readOrUndefined(() => client.get<V1Pod>(PodKind, namespace, podName));
+    // Gone: the Eviction API answers 404 itself. Terminating, stopped, or its runner process exited (a
+    // sidecar lingering): nothing in it can execute a job, and the controller settles the registration.
+    if (
+      !pod ||
+      isBeingDeleted(pod) ||
+      podTerminated(pod) ||
+      !!runnerContainerStatus(pod)?.state?.terminated
+    ) {
+      return allow();
+    }
+    const owner = pod.metadata?.ownerReferences?.find(
+      (o) => o.kind === EphemeralRunnerKind.kind && o.apiVersion.startsWith(`${EphemeralRunnerKind.group}/`),
+    );
+    if (!owner) return allow();
+    const runner = await readOrUndefined(() =>
+      client.get<EphemeralRunner>(EphemeralRunnerKind, namespace, owner.name),
+    );
+    // The runner that made this pod is gone: its finalizer released the registration before it went.
+    if (!runner || runner.metadata?.uid !== owner.uid || !runner.spec) return allow();
+    const runnerName = `${namespace}/${owner.name}`;
+    if (hasJob(runner)) {
+      log.info('Refusing the eviction of a busy runner pod', { jobId: runner.status?.jobId });
+      return refuse(
+        `runner ${runnerName} is executing job ${runner.status?.jobId}; its pod can be evicted once the job ends`,
+      );
+    }
+
+    const getClient = onceAsync(() => this.deps.actions.getActionsClient(runner, signal));
+    const runnerId = await registeredRunnerId(runner, client, getClient, log, signal);
+    // Never registered: the service cannot assign it anything.
+    if (runnerId === 0) return allow();
+    if (dryRun) return allow();
+
+    let actions: ActionsServiceClient;
+    try {
+      actions = await getClient();
+    } catch (err) {
+      throw new Error(`failed to get the Actions client: ${describeError(err)}`, { cause: err });
+    }
+    try {
+      await actions.removeRunner(runnerId, { signal });
+      log.info('Removed the registration of an idle runner before its pod is evicted', { runnerId });
+    } catch (err) {
+      if (isJobStillRunning(err)) {
+        log.info('Refusing the eviction: the Actions service says the runner is executing a job', {
+          runnerId,
+        });
+        return refuse(
+          `runner ${runnerName} (id ${runnerId}) is executing a job on the Actions service; its pod can be evicted once the job ends`,
+        );
+      }
+      if (!isActionsNotFound(err)) {
+        throw new Error(
+          `failed to remove runner ${runnerId} from the Actions service: ${describeError(err)}`,
+          {
+            cause: err,
+          },
+        );
+      }
+      log.info('The registration of the runner is already removed', { runnerId });
+    }
+
+    // The runner goes as a whole: were the eviction to fail after this answer, its pod would still run
+    // from a registration the service no longer has.
+    try {
+      await client.delete(EphemeralRunnerKind, namespace, owner.name);
+    } catch (err) {
+      if (!isNotFound(err)) {
+        throw new Error(`failed to delete EphemeralRunner ${runnerName}: ${describeError(err)}`, {
+          cause: err,
+        });
+      }
+    }
+    this.deps.events?.record(
+      runner,
+      'Normal',
+      REASON_RUNNER_EVICTION_ADMITTED,
+      `The pod is being evicted; runner ${runnerId} was removed from the Actions service first, and the set replaces the runner`,
+    );
+    return allow([
+      `runner ${runnerName} (id ${runnerId}) was idle: its registration is removed and the runner replaced`,
+    ]);
+  }
+}
+
+async function readOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
