@@ -38,6 +38,8 @@ import {
   listenerContext,
 } from './listener-context';
 import { ListenerConfigWriter } from './listener-config-writer';
+import { PodConfigSecret, SharedConfigSecret } from './listener-config-store';
+import { SharedListenerPath } from './listener-shared-path';
 import { ListenerFinalizer } from './listener-finalizer';
 import { ListenerPodLifecycle } from './listener-pod-lifecycle';
 import { scaleSetMetricLabels } from '../shared/scale-set-labels';
@@ -50,7 +52,7 @@ export type {
 /**
  * The AutoscalingListener reconciler: the listener pod and what it needs (ServiceAccount, Role and
  * RoleBinding in the scale set's namespace, config Secret), each rebuilt when its integrity hash
- * changes.
+ * changes. In shared listener mode, no pod: see SharedListenerPath.
  *
  * An ended or evicted listener pod is recreated after an exponential backoff (upstream recreates at
  * once, #4656, which turns a revoked token or a rate limit into a tight loop of pods and API calls);
@@ -61,12 +63,19 @@ export class AutoscalingListenerReconciler implements Reconciler {
   private readonly config: ListenerConfigWriter;
   private readonly pod: ListenerPodLifecycle;
   private readonly finalizer: ListenerFinalizer;
+  /** Shared listener mode's path (no pod); undefined in the per-pod mode. */
+  private readonly shared?: SharedListenerPath;
 
   constructor(deps: AutoscalingListenerReconcilerDeps, options: AutoscalingListenerReconcilerOptions = {}) {
     this.ctx = listenerContext(deps, options);
-    this.config = new ListenerConfigWriter(this.ctx);
+    const store =
+      this.ctx.opts.listenerMode === 'shared'
+        ? new SharedConfigSecret(this.ctx)
+        : new PodConfigSecret(this.ctx);
+    this.config = new ListenerConfigWriter(this.ctx, store);
     this.pod = new ListenerPodLifecycle(this.ctx);
-    this.finalizer = new ListenerFinalizer(this.ctx);
+    this.finalizer = new ListenerFinalizer(this.ctx, store);
+    if (this.ctx.opts.listenerMode === 'shared') this.shared = new SharedListenerPath(this.ctx, this.config);
   }
 
   reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
@@ -112,6 +121,8 @@ export class AutoscalingListenerReconciler implements Reconciler {
       key,
       scaleSetMetricLabels(ars.metadata?.name ?? '', ars.metadata?.namespace ?? '', ars.spec.githubConfigUrl),
     );
+
+    if (this.shared) return this.shared.reconcile(listener, ars, key, signal, log);
 
     const sa = await applyListenerResource(this.ctx, ServiceAccountKind, buildServiceAccount(listener), log);
     const role = await applyListenerResource(this.ctx, RoleKind, buildRole(listener), log);

@@ -1,32 +1,28 @@
-import type { V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
   AutoscalingListener,
   AutoscalingRunnerSet,
   ScaleSetConditionTypes,
   integrityHash,
-  listenerConfigSecretName,
 } from '@aro/api';
-import { Result, SecretKind, getIgnoringNotFound, requeueAfter } from '@aro/kube';
+import { Result, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
-import { buildConfigSecret, hashOf } from './listener-resources';
-import {
-  type ListenerContext,
-  applyListenerResource,
-  patchListenerStatus,
-  restartBackoffMs,
-} from './listener-context';
+import type { ListenerConfigStore } from './listener-config-store';
+import { type ListenerContext, patchListenerStatus, restartBackoffMs } from './listener-context';
 import { setCondition } from '../shared/conditions';
 
-/** The listener's config Secret, built when `ListenerConfigRefresh` says so. */
+/** The listener's config, built when `ListenerConfigRefresh` says so and delivered to `store`. */
 export class ListenerConfigWriter {
-  constructor(private readonly ctx: ListenerContext) {}
+  constructor(
+    private readonly ctx: ListenerContext,
+    private readonly store: ListenerConfigStore,
+  ) {}
 
   /**
-   * The config Secret, built only when `ListenerConfigRefresh` says so (building reads the
-   * credential Secret live); its integrity hash, or the Result of a pass that could not build it.
+   * The config, built only when `ListenerConfigRefresh` says so (building reads the credential
+   * Secret live); the hash of the config delivered, or the Result of a pass that could not build it.
    */
   async reconcile(
     listener: AutoscalingListener,
@@ -47,14 +43,9 @@ export class ListenerConfigWriter {
       metricsEndpoint: this.ctx.opts.metricsEndpoint,
     };
     const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
-    const current = await getIgnoringNotFound<V1Secret>(
-      this.ctx.deps.client,
-      SecretKind,
-      listener.metadata?.namespace ?? '',
-      listenerConfigSecretName(listener.metadata?.name ?? ''),
-    );
-    const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, hashOf(current));
-    const currentHash = hashOf(current);
+    const current = await this.store.current(listener);
+    const currentHash = current.hash;
+    const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, currentHash);
     if (reason === undefined && currentHash !== undefined) return currentHash;
     try {
       const config = await buildListenerConfig(
@@ -63,9 +54,7 @@ export class ListenerConfigWriter {
         settings,
         AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.resolveTimeoutMs)]),
       );
-      const applied = hashOf(
-        await applyListenerResource(this.ctx, SecretKind, buildConfigSecret(listener, config), log, current),
-      );
+      const applied = await this.store.write(listener, config, current, log);
       this.ctx.deps.metrics?.configBuilt(reason ?? 'missing');
       if (applied !== undefined) this.ctx.configRefresh.recordBuilt(key, inputs, applied);
       log.debug('Built the listener config', { reason });

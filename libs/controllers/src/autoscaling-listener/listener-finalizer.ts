@@ -1,12 +1,11 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { AutoscalingListener, listenerConfigSecretName } from '@aro/api';
+import { AutoscalingListener } from '@aro/api';
 import {
   PodKind,
   type Released,
   Result,
   RoleBindingKind,
   RoleKind,
-  SecretKind,
   ServiceAccountKind,
   deleteIgnoringNotFound,
   isNotFound,
@@ -15,9 +14,13 @@ import {
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { type ListenerContext } from './listener-context';
+import type { ListenerConfigStore } from './listener-config-store';
 
 export class ListenerFinalizer {
-  constructor(private readonly ctx: ListenerContext) {}
+  constructor(
+    private readonly ctx: ListenerContext,
+    private readonly store: ListenerConfigStore,
+  ) {}
 
   /** Deletion: the pod first (it deletes its message session on SIGTERM), then what it used, then the finalizer. */
   async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result | Released> {
@@ -38,7 +41,9 @@ export class ListenerFinalizer {
       log.info('Waiting for the listener pod to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
-    await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, listenerConfigSecretName(name));
+    // The config Secret, or in shared mode the set's key of the shared one: the shared listener then
+    // stops serving the set (and deletes its session) at its next read.
+    await this.store.remove(listener);
     await deleteIgnoringNotFound(this.ctx.deps.client, RoleBindingKind, setNamespace, name);
     await deleteIgnoringNotFound(this.ctx.deps.client, RoleKind, setNamespace, name);
     await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
