@@ -49,6 +49,11 @@ export interface AutoscalingListenerReconcilerOptions {
   sharedConfigSecretName?: string;
   /** Shared mode: how often a listener's status is read again from its EphemeralRunnerSet's annotation. */
   sharedStatusIntervalMs?: number;
+  /**
+   * Shared mode, deletion: how long a listener's Role is kept for the replica serving it to close the
+   * set's session (it reads its configs every 10 s by default); past this the deletion goes on anyway.
+   */
+  sharedReleaseTimeoutMs?: number;
 }
 
 export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
@@ -82,6 +87,7 @@ export function listenerContext(
     sharedServiceAccountName: options.sharedServiceAccountName ?? '',
     sharedConfigSecretName: options.sharedConfigSecretName ?? '',
     sharedStatusIntervalMs: options.sharedStatusIntervalMs ?? 10_000,
+    sharedReleaseTimeoutMs: options.sharedReleaseTimeoutMs ?? 60_000,
   };
   if (opts.listenerMode === 'shared' && (!opts.sharedServiceAccountName || !opts.sharedConfigSecretName)) {
     throw new Error(
