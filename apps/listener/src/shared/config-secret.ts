@@ -16,7 +16,7 @@ export class ConfigSecret implements ListenerConfigSource {
   private readonly entries: ConfigEntries;
 
   constructor(
-    private readonly kube: KubeClient,
+    private readonly kube: Pick<KubeClient, 'get'>,
     private readonly namespace: string,
     private readonly name: string,
     logger: Logger,
