@@ -49,7 +49,7 @@ export class PodConfigSecret implements ListenerConfigStore {
 
   async current(listener: AutoscalingListener): Promise<DeliveredConfig> {
     const secret = await getIgnoringNotFound<V1Secret>(
-      this.ctx.deps.client,
+      this.ctx.client,
       SecretKind,
       listener.metadata?.namespace ?? '',
       listenerConfigSecretName(listener.metadata?.name ?? ''),
@@ -69,7 +69,7 @@ export class PodConfigSecret implements ListenerConfigStore {
 
   async remove(listener: AutoscalingListener): Promise<void> {
     const { namespace = '', name = '' } = listener.metadata ?? {};
-    await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, listenerConfigSecretName(name));
+    await deleteIgnoringNotFound(this.ctx.client, SecretKind, namespace, listenerConfigSecretName(name));
   }
 }
 
@@ -93,7 +93,7 @@ export class SharedConfigSecret implements ListenerConfigStore {
 
   async current(listener: AutoscalingListener): Promise<DeliveredConfig> {
     const secret = await getIgnoringNotFound<V1Secret>(
-      this.ctx.deps.client,
+      this.ctx.client,
       SecretKind,
       listener.metadata?.namespace ?? '',
       this.name,
@@ -114,7 +114,7 @@ export class SharedConfigSecret implements ListenerConfigStore {
     const json = JSON.stringify(config);
     const data = { [sharedConfigKey(listener)]: Buffer.from(json, 'utf8').toString('base64') };
     try {
-      await this.ctx.deps.client.mergePatch(SecretKind, namespace, this.name, { data });
+      await this.ctx.client.mergePatch(SecretKind, namespace, this.name, { data });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       await this.create(namespace, data, log);
@@ -129,7 +129,7 @@ export class SharedConfigSecret implements ListenerConfigStore {
   /** The Secret, on the first config written (another listener's reconcile may have made it meanwhile). */
   private async create(namespace: string, data: Record<string, string>, log: Logger): Promise<void> {
     try {
-      await this.ctx.deps.client.create<V1Secret>(SecretKind, {
+      await this.ctx.client.create<V1Secret>(SecretKind, {
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: {
@@ -142,13 +142,13 @@ export class SharedConfigSecret implements ListenerConfigStore {
       log.info('Created the shared listener’s config Secret', { secret: `${namespace}/${this.name}` });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
-      await this.ctx.deps.client.mergePatch(SecretKind, namespace, this.name, { data });
+      await this.ctx.client.mergePatch(SecretKind, namespace, this.name, { data });
     }
   }
 
   async remove(listener: AutoscalingListener): Promise<void> {
     try {
-      await this.ctx.deps.client.mergePatch(SecretKind, listener.metadata?.namespace ?? '', this.name, {
+      await this.ctx.client.mergePatch(SecretKind, listener.metadata?.namespace ?? '', this.name, {
         data: { [sharedConfigKey(listener)]: null },
       });
     } catch (err) {

@@ -1,35 +1,33 @@
-import {
-  Annotations,
-  AutoscalingListener,
-  AutoscalingRunnerSet,
-  ScaleSetConditionTypes,
-  integrityHash,
-} from '@aro/api';
+import { Annotations, AutoscalingRunnerSet, ScaleSetConditionTypes, integrityHash } from '@aro/api';
 import { Result, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
 import type { ListenerConfigStore } from './listener-config-store';
-import { type ListenerContext, patchListenerStatus, restartBackoffMs } from './listener-context';
+import {
+  type ListenerContext,
+  type ListenerPass,
+  patchListenerStatus,
+  restartBackoffMs,
+} from './listener-context';
 import { setCondition } from '../shared/conditions';
 
 /** The listener's config, built when `ListenerConfigRefresh` says so and delivered to `store`. */
 export class ListenerConfigWriter {
   constructor(
-    private readonly ctx: ListenerContext,
+    private readonly ctx: Pick<
+      ListenerContext,
+      'client' | 'resolver' | 'events' | 'metrics' | 'configRefresh' | 'opts' | 'now'
+    >,
     private readonly store: ListenerConfigStore,
   ) {}
 
   /**
-   * The config, built only when `ListenerConfigRefresh` says so (building reads the credential
-   * Secret live); the hash of the config delivered, or the Result of a pass that could not build it.
+   * The config Secret, built only when `ListenerConfigRefresh` says so (building reads the
+   * credential Secret live); its integrity hash, or the Result of a pass that could not build it.
    */
   async reconcile(
-    listener: AutoscalingListener,
+    { obj: listener, key, signal, log }: ListenerPass,
     ars: AutoscalingRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
   ): Promise<string | Result> {
     const settings: ListenerConfigSettings = {
       scaleSetName:
@@ -49,13 +47,13 @@ export class ListenerConfigWriter {
     if (reason === undefined && currentHash !== undefined) return currentHash;
     try {
       const config = await buildListenerConfig(
-        this.ctx.deps.resolver,
+        this.ctx.resolver,
         listener,
         settings,
         AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.resolveTimeoutMs)]),
       );
       const applied = await this.store.write(listener, config, current, log);
-      this.ctx.deps.metrics?.configBuilt(reason ?? 'missing');
+      this.ctx.metrics?.configBuilt(reason ?? 'missing');
       if (applied !== undefined) this.ctx.configRefresh.recordBuilt(key, inputs, applied);
       log.debug('Built the listener config', { reason });
       return applied ?? '';
@@ -63,7 +61,7 @@ export class ListenerConfigWriter {
       if (signal.aborted) throw err;
       const failure = classifyScaleSetFailure(err, listener.spec.proxy);
       log.warn('Cannot build the listener configuration', { reason: failure.reason, err: failure.message });
-      this.ctx.deps.events?.record(listener, 'Warning', failure.reason, failure.message);
+      this.ctx.events?.record(listener, 'Warning', failure.reason, failure.message);
       await patchListenerStatus(this.ctx, listener, {
         conditions: setCondition(listener.status?.conditions, {
           type: ScaleSetConditionTypes.listenerRunning,

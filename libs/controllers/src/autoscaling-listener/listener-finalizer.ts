@@ -13,28 +13,27 @@ import {
   released,
   requeueAfter,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
-import { type ListenerContext } from './listener-context';
+import type { ListenerContext, ListenerPass } from './listener-context';
 import type { ListenerConfigStore } from './listener-config-store';
 
 export class ListenerFinalizer {
   constructor(
-    private readonly ctx: ListenerContext,
+    private readonly ctx: Pick<ListenerContext, 'client' | 'cache' | 'metrics' | 'opts' | 'now'>,
     private readonly store: ListenerConfigStore,
   ) {}
 
   /** Deletion: the pod first (it deletes its message session on SIGTERM), then what it used, then the finalizer. */
-  async finalize(listener: AutoscalingListener, key: string, log: Logger): Promise<Result | Released> {
+  async finalize({ obj: listener, key, log }: ListenerPass): Promise<Result | Released> {
     const namespace = listener.metadata?.namespace ?? '';
     const name = listener.metadata?.name ?? '';
     const setNamespace = listener.spec.autoscalingRunnerSetNamespace ?? '';
-    this.ctx.deps.metrics?.set(key, false);
+    this.ctx.metrics?.set(key, false);
     let podGone = true;
     try {
-      const pod = await this.ctx.deps.client.get<V1Pod>(PodKind, namespace, name);
+      const pod = await this.ctx.client.get<V1Pod>(PodKind, namespace, name);
       podGone = false;
       if (!pod.metadata?.deletionTimestamp)
-        await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name);
+        await deleteIgnoringNotFound(this.ctx.client, PodKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -49,9 +48,9 @@ export class ListenerFinalizer {
       log.info('Waiting for the shared listener to close the scale set’s session');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
-    await deleteIgnoringNotFound(this.ctx.deps.client, RoleBindingKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx.deps.client, RoleKind, setNamespace, name);
-    await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
+    await deleteIgnoringNotFound(this.ctx.client, RoleBindingKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.client, RoleKind, setNamespace, name);
+    await deleteIgnoringNotFound(this.ctx.client, ServiceAccountKind, namespace, name);
     log.info('Everything the deleted listener used is gone; removing its finalizer');
     return released();
   }
@@ -68,7 +67,7 @@ export class ListenerFinalizer {
     const since = deleting ? new Date(deleting).getTime() : NaN;
     if (Number.isFinite(since) && this.ctx.now() - since > this.ctx.opts.sharedReleaseTimeoutMs) return false;
     const ers = await getIgnoringNotFound<EphemeralRunnerSet>(
-      this.ctx.deps.cache,
+      this.ctx.cache,
       EphemeralRunnerSetKind,
       listener.spec.autoscalingRunnerSetNamespace ?? '',
       listener.spec.ephemeralRunnerSetName ?? '',

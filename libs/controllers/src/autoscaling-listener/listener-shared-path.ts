@@ -21,7 +21,12 @@ import {
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { buildRole, buildRoleBinding } from './listener-resources';
-import { type ListenerContext, applyListenerResource, patchListenerStatus } from './listener-context';
+import {
+  type ListenerContext,
+  type ListenerPass,
+  applyListenerResource,
+  patchListenerStatus,
+} from './listener-context';
 import type { ListenerConfigWriter } from './listener-config-writer';
 import { setCondition } from '../shared/conditions';
 
@@ -40,13 +45,8 @@ export class SharedListenerPath {
     private readonly config: ListenerConfigWriter,
   ) {}
 
-  async reconcile(
-    listener: AutoscalingListener,
-    ars: AutoscalingRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  async reconcile(pass: ListenerPass, ars: AutoscalingRunnerSet): Promise<Result> {
+    const { obj: listener, key, log } = pass;
     await this.removePodModeLeftovers(listener, log);
     await applyListenerResource(this.ctx, RoleKind, buildRole(listener), log);
     await applyListenerResource(
@@ -55,7 +55,7 @@ export class SharedListenerPath {
       buildRoleBinding(listener, this.ctx.opts.sharedServiceAccountName),
       log,
     );
-    const configHash = await this.config.reconcile(listener, ars, key, signal, log);
+    const configHash = await this.config.reconcile(pass, ars);
     if (typeof configHash !== 'string') return configHash;
     await this.reportSession(listener, key);
     return sooner(
@@ -70,25 +70,25 @@ export class SharedListenerPath {
    */
   private async removePodModeLeftovers(listener: AutoscalingListener, log: Logger): Promise<void> {
     const { namespace = '', name = '' } = listener.metadata ?? {};
-    const pod = await getIgnoringNotFound<V1Pod>(this.ctx.deps.cache, PodKind, namespace, name);
+    const pod = await getIgnoringNotFound<V1Pod>(this.ctx.cache, PodKind, namespace, name);
     if (pod && !pod.metadata?.deletionTimestamp) {
       log.info('Shared listener mode: deleting the listener pod of the per-pod mode');
-      await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name, {
+      await deleteIgnoringNotFound(this.ctx.client, PodKind, namespace, name, {
         uid: pod.metadata?.uid,
       });
     }
     const sa = await getIgnoringNotFound<V1ServiceAccount>(
-      this.ctx.deps.cache,
+      this.ctx.cache,
       ServiceAccountKind,
       namespace,
       name,
     );
-    if (sa) await deleteIgnoringNotFound(this.ctx.deps.client, ServiceAccountKind, namespace, name);
+    if (sa) await deleteIgnoringNotFound(this.ctx.client, ServiceAccountKind, namespace, name);
   }
 
   private async reportSession(listener: AutoscalingListener, key: string): Promise<void> {
     const ers = await getIgnoringNotFound<EphemeralRunnerSet>(
-      this.ctx.deps.cache,
+      this.ctx.cache,
       EphemeralRunnerSetKind,
       listener.spec.autoscalingRunnerSetNamespace ?? '',
       listener.spec.ephemeralRunnerSetName ?? '',
@@ -97,7 +97,7 @@ export class SharedListenerPath {
     const [state, owner] = told.split(' ');
     const open = state === 'open' && !!owner;
     const where = `${listener.metadata?.namespace}/${this.ctx.opts.sharedConfigSecretName}`;
-    this.ctx.deps.metrics?.set(key, open);
+    this.ctx.metrics?.set(key, open);
     await patchListenerStatus(this.ctx, listener, {
       conditions: setCondition(listener.status?.conditions, {
         type: ScaleSetConditionTypes.listenerRunning,
