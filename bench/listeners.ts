@@ -5,8 +5,10 @@
  * of jobs through each, playing the EphemeralRunnerSet controller (runners registered and connected as
  * the listener's patches ask) on a stub apiserver that answers the listener's merge patches (the
  * listener only ever patches: no reads, lists or watches). It prints each process's RSS at idle and at
- * peak (VmHWM from /proc), the total, the marginal cost per scale set and the job wait (queued ->
- * started); it asserts nothing.
+ * peak (VmHWM from /proc), the total, the marginal cost per added scale set, the job wait (queued ->
+ * started) and the listeners' Actions calls and Kubernetes patches per job; it asserts nothing. The
+ * controller is not in these figures: its memory does not depend on the listener mode (the runner
+ * benchmark above measures it), so the fleet's total is the controller's peak plus these.
  *
  *   npm run bench -- --scale-sets 1,5,20 [--jobs 50] [--mode per-pod|shared|both]
  *   (or, once built: node -r @swc-node/register bench/listeners.ts --scale-sets ...)
@@ -240,6 +242,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
     await new Promise((r) => setTimeout(r, 3_000));
     for (const l of listeners) l.idle = memoryOf(l.child.pid!).rssKiB;
 
+    sim.resetCallCounts();
     const ticker = setInterval(() => player.tick(), 200);
     const queued = new Map<string, number>();
     for (const id of scaleSetIds) {
@@ -257,6 +260,10 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
     );
     const makespanMs = Date.now() - started;
     clearInterval(ticker);
+    // The listeners' own Actions calls: sessions, polls, acks, acquires (the player's JIT configs are not theirs).
+    const actionsCalls = Object.entries(sim.callCounts())
+      .filter(([route]) => !/generatejitconfig|<unmatched>/.test(route))
+      .reduce((sum, [, count]) => sum + count, 0);
     const waits = sim
       .jobs()
       .filter((j) => queued.has(j.jobId))
@@ -276,6 +283,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       waitP50Ms: percentile(waits, 50),
       waitP95Ms: percentile(waits, 95),
       kubePatchesPerJob: api.patches() / total,
+      actionsCallsPerJob: actionsCalls / total,
     };
   } finally {
     for (const l of listeners) if (l.child.exitCode === null) l.child.kill('SIGTERM');
@@ -310,12 +318,19 @@ export async function runListenerBench(argv: string[]): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(
-    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | job wait p50/p95 (ms) | makespan (s) |',
+    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | marginal per added set, peak (MiB) | job wait p50/p95 (ms) | makespan (s) | Actions calls / job | Kubernetes patches / job |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
+    // Against the smallest size measured in the same mode: what each added scale set costs.
+    const base = rows
+      .filter((o) => o.mode === r.mode && o.scaleSets < r.scaleSets)
+      .sort((a, b) => a.scaleSets - b.scaleSets)[0];
+    const marginal = base
+      ? ((r.peakTotalMiB - base.peakTotalMiB) / (r.scaleSets - base.scaleSets)).toFixed(1)
+      : '-';
     console.log(
-      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} |`,
+      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${marginal} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} | ${r.actionsCallsPerJob.toFixed(2)} | ${r.kubePatchesPerJob.toFixed(2)} |`,
     );
   }
 }

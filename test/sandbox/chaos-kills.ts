@@ -19,6 +19,18 @@ export function leaderThenListenerKills(jobs: number, record: (line: string) => 
       }
       if (!listenerKilled && done >= jobs / 2) {
         listenerKilled = true;
+        if (parts.sharedListeners) {
+          // Shared mode: the replica holding the scale set's session; the standby takes it over.
+          const holder = parts.sim.sessions()[0]?.ownerName;
+          const victim = holder ? parts.sharedListeners.running(holder) : undefined;
+          if (victim) await parts.sharedListeners.kill(victim.name);
+          record(
+            victim
+              ? `chaos: killed the shared listener replica ${victim.name} holding the session (SIGKILL)`
+              : 'chaos: no shared listener replica holds a session',
+          );
+          return;
+        }
         const victim = await parts.listeners.killOne();
         record(
           victim

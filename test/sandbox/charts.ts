@@ -8,7 +8,7 @@ import {
   type V1EnvVar,
 } from '@kubernetes/client-node';
 import { findHelm } from '../harness/helm';
-import { CHARTS, Manifest, findManifest, render } from '../integration/charts/helm-chart';
+import { CHARTS, Manifest, render } from '../integration/charts/helm-chart';
 
 /*
  * The two charts as the sandbox installs them: `helm template` of charts/aro-controller and
@@ -54,6 +54,8 @@ export interface ControllerChart {
   container: V1Container;
   serviceAccountName: string;
   replicas: number;
+  /** listener.mode shared: the shared listener Deployment's container, replicas and account. */
+  sharedListener?: { container: V1Container; replicas: number; serviceAccountName: string };
 }
 
 /** helm, built on first use with its progress in `log` (test/harness/helm.ts). */
@@ -62,25 +64,46 @@ export async function ensureHelm(log: (line: string) => void): Promise<string> {
   return `helm ${found.version} (${found.source})`;
 }
 
-export async function renderControllerChart(): Promise<ControllerChart> {
+export async function renderControllerChart(
+  listenerMode: 'pod' | 'shared' = 'pod',
+): Promise<ControllerChart> {
   const manifests = await render(CHARTS.controller, {
     release: CONTROLLER_RELEASE,
     namespace: CONTROLLER_NAMESPACE,
-    setJson: CONTROLLER_VALUES,
+    setJson: { ...CONTROLLER_VALUES, listener: { mode: listenerMode } },
   });
-  const deployment = findManifest(manifests, 'Deployment') as unknown as V1Deployment;
-  const pod = deployment.spec?.template.spec;
+  const deployments = manifests.filter((m) => m.kind === 'Deployment') as unknown as V1Deployment[];
+  const withContainer = (name: string) =>
+    deployments.find((d) => d.spec?.template.spec?.containers.some((c) => c.name === name));
+  const deployment = withContainer('manager');
+  const pod = deployment?.spec?.template.spec;
   const container = pod?.containers.find((c) => c.name === 'manager');
-  if (!pod?.serviceAccountName || !container) {
+  if (!deployment || !pod?.serviceAccountName || !container) {
     throw new Error('the aro-controller Deployment has no manager container or no serviceAccountName');
   }
-  return {
+  const chart: ControllerChart = {
     manifests,
     deployment,
     container,
     serviceAccountName: pod.serviceAccountName,
     replicas: deployment.spec?.replicas ?? 1,
   };
+  if (listenerMode === 'shared') {
+    const shared = withContainer('listener');
+    const sharedPod = shared?.spec?.template.spec;
+    const listener = sharedPod?.containers.find((c) => c.name === 'listener');
+    if (!shared || !sharedPod?.serviceAccountName || !listener) {
+      throw new Error(
+        'listener.mode shared rendered no shared listener Deployment with a listener container',
+      );
+    }
+    chart.sharedListener = {
+      container: listener,
+      replicas: shared.spec?.replicas ?? 1,
+      serviceAccountName: sharedPod.serviceAccountName,
+    };
+  }
+  return chart;
 }
 
 /** The scale-set chart with its defaults and only the values the sandbox must give. */

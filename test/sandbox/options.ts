@@ -21,6 +21,8 @@ export interface SandboxOptions {
   exit7Share: number;
   /** Kill the leading controller and the listener once each, mid-run. */
   chaos: boolean;
+  /** `pod`: a listener pod per scale set (the chart's default); `shared`: the chart's shared listener Deployment. */
+  listenerMode?: 'pod' | 'shared';
   /** Leave everything running after the workload, until Ctrl-C. */
   keep: boolean;
   /** Seconds between two waves of jobs. */
@@ -41,6 +43,8 @@ export const USAGE = `usage: npm run sandbox -- [options]
   --duration S       seconds each job runs on its runner (default 5)
   --fail-share F     share 0..1 of jobs that fail (default 0)
   --exit7-share F    share 0..1 of runners that crash with exit code 7 mid-job (default 0)
+  --listener-mode M  pod (default: a listener pod per scale set) or shared (the controller chart's
+                     listener.mode shared: one listener Deployment for every scale set)
   --chaos            kill the leading controller and the listener once each, mid-run
   --keep             leave everything running after the workload and print how to reach it
   --timeout S        give up on the workload after S seconds (default 600)
@@ -82,6 +86,7 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
         'fail-share': { type: 'string' },
         'exit7-share': { type: 'string' },
         timeout: { type: 'string' },
+        'listener-mode': { type: 'string' },
         chaos: { type: 'boolean', default: false },
         keep: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -99,6 +104,10 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
     throw new OptionsError(
       `--name ${name}: must be at most 45 lowercase letters, digits and '-', starting and ending with a letter or digit`,
     );
+  }
+  const listenerMode = values['listener-mode'] ?? 'pod';
+  if (listenerMode !== 'pod' && listenerMode !== 'shared') {
+    throw new OptionsError(`--listener-mode ${String(listenerMode)}: must be pod or shared`);
   }
   const share = (n: number): boolean => n >= 0 && n <= 1;
   const maxRunners = number(values, 'max-runners', 10, positiveInt, 'a whole number above 0');
@@ -119,6 +128,7 @@ export function parseSandboxOptions(argv: readonly string[]): SandboxOptions {
     exit7Share: number(values, 'exit7-share', 0, share, 'between 0 and 1'),
     timeoutSeconds: number(values, 'timeout', 600, (n) => n > 0, 'a number of seconds above 0'),
     waveSeconds: 5,
+    listenerMode,
     chaos: values.chaos === true,
     keep: values.keep === true,
     help: values.help === true,

@@ -7,6 +7,7 @@ import { ControlPlane } from '../harness/control-plane';
 import { CRD_PATHS } from '../harness/global-setup';
 import type { ListenerPodPlayer } from '../harness/listener-pod-player';
 import { processExists } from '../harness/processes';
+import { SharedListenerReplicas } from '../harness/shared-listener-replicas';
 import type { RunnerPlayer } from '../harness/runner-player';
 import {
   CONTROLLER_NAMESPACE,
@@ -53,6 +54,8 @@ export interface SandboxParts {
   sim: RunningSimulator;
   controllers: ControllerReplicas;
   listeners: ListenerPodPlayer;
+  /** `--listener-mode shared`: the shared listener Deployment's replicas (no listener pods then). */
+  sharedListeners?: SharedListenerReplicas;
   runners: RunnerPlayer;
   workload: Workload;
   /** The scale-set chart's release (the scale set's name) and its objects as applied. */
@@ -134,7 +137,7 @@ export async function runSandbox(
 
     // The controller chart: everything but the Deployment applied as rendered; the Deployment's pods
     // played as processes with its env, under its service account.
-    const controllerChart = await renderControllerChart();
+    const controllerChart = await renderControllerChart(options.listenerMode);
     await applyManifests(
       cp.kubeConfig(),
       controllerChart.manifests.filter((m) => m.kind !== 'Deployment'),
@@ -178,6 +181,9 @@ export async function runSandbox(
       for (const r of await controllers.restartExited()) {
         view.event(`restarted ${r.name} (pid ${r.process.pid}), as its Deployment would`, last);
       }
+      for (const name of (await sharedListeners?.restartExited()) ?? []) {
+        view.event(`restarted ${name}, as the shared listener's Deployment would`, last);
+      }
     };
 
     const players = startPlayers({
@@ -193,6 +199,36 @@ export async function runSandbox(
     const { runners: runnerPlayer, listeners: listenerPlayer } = players;
     cleanup.push(() => runnerPlayer.stop());
     cleanup.push(() => listenerPlayer.stop());
+
+    // --listener-mode shared: the chart's shared listener Deployment, its replicas played as processes
+    // with its container's env, under its service account (the chart's Role and the sets' listener
+    // Roles the controller binds to it are all it has).
+    let sharedListeners: SharedListenerReplicas | undefined;
+    let sharedKubeconfig: string | undefined;
+    const sharedChart = controllerChart.sharedListener;
+    if (sharedChart) {
+      sharedKubeconfig = await writeServiceAccountKubeconfig(
+        cp.kubeConfig(),
+        CONTROLLER_NAMESPACE,
+        sharedChart.serviceAccountName,
+        join(identityDir, 'shared-listener.kubeconfig'),
+      );
+      const replicas = new SharedListenerReplicas({
+        container: sharedChart.container,
+        kubeconfigPath: sharedKubeconfig,
+        replicas: sharedChart.replicas,
+        prefix: sharedChart.serviceAccountName,
+        logDir: workDir,
+        pidFile: join(cp.info.runDir, 'pids'),
+      });
+      sharedListeners = replicas;
+      cleanup.push(() => replicas.stop());
+      await replicas.start();
+      view.event(
+        `shared listener up: ${replicas.replicas.map((r) => `${r.name} (pid ${r.process.pid})`).join(', ')} as ` +
+          `${CONTROLLER_NAMESPACE}/${sharedChart.serviceAccountName}`,
+      );
+    }
 
     // The scale-set chart with its defaults, given only what the sandbox must: the simulator's URL,
     // its token, the runner bounds from the flags, and the controller's service account (which
@@ -255,6 +291,7 @@ export async function runSandbox(
       sim,
       controllers,
       listeners: listenerPlayer,
+      sharedListeners,
       runners: runnerPlayer,
       workload,
       release,
@@ -352,11 +389,13 @@ export async function runSandbox(
     const logs = [
       ...controllers.replicas.map((r) => r.process.logFile),
       ...[...listenerPlayer.played.values()].map((l) => l.process.logFile),
+      ...(sharedListeners?.replicas.map((r) => r.process.logFile) ?? []),
     ];
     const refusals = logs.flatMap(forbiddenLines);
     const identities: Identity[] = [
       { who: 'controller' as const, ...(await identityOf(controllerKubeconfig)) },
       ...players.listenerIdentities.map((identity) => ({ who: 'listener' as const, ...identity })),
+      ...(sharedKubeconfig ? [{ who: 'listener' as const, ...(await identityOf(sharedKubeconfig)) }] : []),
     ];
     report = {
       wallMs: workloadMs,
@@ -388,7 +427,11 @@ export async function runSandbox(
     for (const err of [...runnerPlayer.errors, ...listenerPlayer.errors].slice(-5)) {
       view.event(`  player: ${err}`);
     }
-    pids.push(...controllers.pids(), ...[...listenerPlayer.played.values()].map((l) => l.process.pid));
+    pids.push(
+      ...controllers.pids(),
+      ...[...listenerPlayer.played.values()].map((l) => l.process.pid),
+      ...(sharedListeners?.pids() ?? []),
+    );
   } finally {
     view.release();
     for (const step of cleanup.reverse()) {

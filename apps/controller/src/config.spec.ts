@@ -21,6 +21,20 @@ describe('loadControllerConfig', () => {
     });
   });
 
+  it('takes the shared listener mode only with the shared listener’s account and config Secret named', () => {
+    expect(loadControllerConfig({}).LISTENER_MODE).toBe('pod');
+    expect(() => loadControllerConfig({ LISTENER_MODE: 'shared' })).toThrow(
+      /LISTENER_SHARED_SERVICE_ACCOUNT: is required[\s\S]*LISTENER_SHARED_CONFIG_SECRET: is required/,
+    );
+    expect(() => loadControllerConfig({ LISTENER_MODE: 'one' })).toThrow(/LISTENER_MODE/);
+    const shared = loadControllerConfig({
+      LISTENER_MODE: 'shared',
+      LISTENER_SHARED_SERVICE_ACCOUNT: 'arc-shared-listener',
+      LISTENER_SHARED_CONFIG_SECRET: 'arc-shared-listener-configs',
+    });
+    expect(shared.LISTENER_MODE).toBe('shared');
+  });
+
   it('coerces numbers and booleans from their string form', () => {
     const config = loadControllerConfig({
       MAX_CONCURRENT_RECONCILES: '8',

@@ -139,6 +139,14 @@ export const controllerEnvSchema = z
      */
     LISTENER_CREDENTIAL_REFRESH_SECONDS: seconds(60).refine((v) => v >= 5, 'must be >= 5'),
     /**
+     * `pod` (upstream's layout): a listener pod per scale set. `shared`: the chart's shared listener
+     * Deployment serves every scale set; each listener's config goes into LISTENER_SHARED_CONFIG_SECRET
+     * and its Role is bound to LISTENER_SHARED_SERVICE_ACCOUNT (both in the controller's namespace).
+     */
+    LISTENER_MODE: z.enum(['pod', 'shared']).default('pod'),
+    LISTENER_SHARED_SERVICE_ACCOUNT: z.string().default(''),
+    LISTENER_SHARED_CONFIG_SECRET: z.string().default(''),
+    /**
      * How long a runner pod may stay short of Running before its runner is marked Failed with the
      * kubelet's reason (image pull failures, unschedulable, a node that never reports), so that it
      * frees its slot. Long enough for a node to be provisioned and a large image pulled; a waiting
@@ -189,6 +197,11 @@ export const controllerEnvSchema = z
     AZURE_KEY_VAULT_CA_FILE: z.string().default(''),
   })
   .superRefine((env, ctx) => {
+    for (const name of ['LISTENER_SHARED_SERVICE_ACCOUNT', 'LISTENER_SHARED_CONFIG_SECRET'] as const) {
+      if (env.LISTENER_MODE === 'shared' && env[name] === '') {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is required when LISTENER_MODE is shared' });
+      }
+    }
     if (env.RENEW_DEADLINE_SECONDS >= env.LEASE_DURATION_SECONDS) {
       ctx.addIssue({
         code: 'custom',

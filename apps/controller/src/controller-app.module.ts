@@ -131,6 +131,9 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     metricsAddr: config.LISTENER_METRICS_ADDR,
     metricsEndpoint: config.LISTENER_METRICS_ENDPOINT,
     credentialRefreshIntervalMs: config.LISTENER_CREDENTIAL_REFRESH_SECONDS * 1000,
+    listenerMode: config.LISTENER_MODE,
+    sharedServiceAccountName: config.LISTENER_SHARED_SERVICE_ACCOUNT,
+    sharedConfigSecretName: config.LISTENER_SHARED_CONFIG_SECRET,
     // A listener takes a level name; a controller silenced by a zap level above error still lets its
     // listeners report errors.
     logLevel: config.LOG_LEVEL === 'silent' ? 'error' : config.LOG_LEVEL,

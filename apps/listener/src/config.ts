@@ -349,14 +349,19 @@ export function readListenerConfigFile(path: string): LoadedListenerConfig {
   } catch (err) {
     throw new ConfigError(`cannot read the listener configuration ${path}: ${(err as Error).message}`);
   }
+  return parseListenerConfigText(text, path);
+}
+
+/** Checks the text of one config.json read from `source` (a file, a Secret's key); a ConfigError names it or the field. */
+export function parseListenerConfigText(text: string, source: string): LoadedListenerConfig {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`the listener configuration ${path} is not JSON: ${(err as Error).message}`);
+    throw new ConfigError(`the listener configuration ${source} is not JSON: ${(err as Error).message}`);
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    throw new ConfigError(`the listener configuration ${path} must hold a JSON object`);
+    throw new ConfigError(`the listener configuration ${source} must hold a JSON object`);
   }
   return validateListenerConfig(json);
 }

@@ -10,7 +10,7 @@ import { ListenerMetrics } from './listener-metrics';
 import { PollLoop, QueueApi } from './poll-loop';
 import { PatchClient, Scaler } from './scaler';
 import { EphemeralRunnerSetScaling } from './scaling';
-import { MessageSession, SessionApi } from './session';
+import { MessageSession, SessionApi, type SessionState } from './session';
 import { ListenerTuning, resolveTuning } from './tuning';
 
 export interface ScaleSetListenerOptions {
@@ -63,6 +63,8 @@ export class ScaleSetListener {
   private running: Promise<void> | undefined;
   private lastProgressMs: number;
   private stopped: Promise<void> | undefined;
+  private sessionReported = false;
+  private sessionReports: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: ScaleSetListenerOptions) {
     const { config, logger, registry } = o;
@@ -134,7 +136,10 @@ export class ScaleSetListener {
       logger: log.child({ component: 'session' }),
       backoff: this.tuning.backoff,
       refreshMarginMs: this.tuning.queueTokenRefreshMarginMs,
-      onStateChange: (state) => this.metrics.sessionState(state === 'open'),
+      onStateChange: (state) => {
+        this.metrics.sessionState(state === 'open');
+        if (o.shared) this.reportSession(scaler, state, log);
+      },
       onCreateAttempt: (result) => {
         this.metrics.sessionCreate(result);
         this.lastProgressMs = this.clock.now();
@@ -165,6 +170,26 @@ export class ScaleSetListener {
       backoff: this.tuning.backoff,
       onCycle: () => (this.lastProgressMs = this.clock.now()),
     });
+  }
+
+  /**
+   * Shared mode: the session's state on the EphemeralRunnerSet, for the AutoscalingListener's status.
+   * Only a session this process opened is told closed, so a standby (refused with 409) never overwrites
+   * the holder's `open`. Best effort: a failed patch is logged, and told again at the next change.
+   */
+  private reportSession(scaler: Scaler, state: SessionState, log: Logger): void {
+    if (state === 'open') this.sessionReported = true;
+    else if (state !== 'closed' || !this.sessionReported) return;
+    else this.sessionReported = false;
+    const owner = this.o.owner ?? hostname();
+    this.sessionReports = this.sessionReports
+      .then(() => scaler.reportSession(state, owner))
+      .catch((err: unknown) =>
+        log.warn('Could not tell the controller the session state', {
+          state,
+          err: err instanceof Error ? err.message : String(err),
+        }),
+      );
   }
 
   /** The config this listener runs with. */
@@ -219,6 +244,7 @@ export class ScaleSetListener {
     await this.running;
     await this.bookkeeping.stop(this.tuning.shutdownTimeoutMs / 2);
     await this.session.close(deadline);
+    await this.sessionReports;
     await this.actions.close?.();
     for (const c of this.kubeClients) c.close();
     if (this.o.shared) {

@@ -78,6 +78,18 @@ export class Scaler {
     });
   }
 
+  /**
+   * Shared mode: tells the controller, on the EphemeralRunnerSet, whether this process holds the scale
+   * set's session (`open <owner>`) or deleted it (`closed <owner>`); the AutoscalingListener's status
+   * shows it, as a pod's state shows a per-pod listener's.
+   */
+  async reportSession(state: 'open' | 'closed', owner: string): Promise<void> {
+    const { namespace, name } = this.o;
+    await this.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
+      metadata: { annotations: { [Annotations.listenerSession]: `${state} ${owner}` } },
+    });
+  }
+
   /** A job started or completed since the last decision: the next one must not force convergence. */
   markJobEvent(): void {
     this.dirty = true;

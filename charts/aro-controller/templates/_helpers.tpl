@@ -164,6 +164,13 @@ have; the app takes the names only, so a number is mapped to the nearest name (N
 {{- define "aro-controller.listenerRoleName" -}}
 {{- include "aro-controller.fullname" . }}-listener
 {{- end }}
+{{- /* listener.mode shared: the shared listener's Deployment and ServiceAccount, and the Secret of its configs. */}}
+{{- define "aro-controller.sharedListenerName" -}}
+{{- printf "%s-shared-listener" (include "aro-controller.fullname" . | trunc 47 | trimSuffix "-") }}
+{{- end }}
+{{- define "aro-controller.sharedListenerConfigSecret" -}}
+{{- include "aro-controller.sharedListenerName" . }}-configs
+{{- end }}
 {{- define "aro-controller.leaderElectionRoleName" -}}
 {{- include "aro-controller.fullname" . }}-leader-election
 {{- end }}

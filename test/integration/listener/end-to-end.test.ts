@@ -1,4 +1,7 @@
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Container, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
   AutoscalingListener,
@@ -9,32 +12,84 @@ import {
   EphemeralRunnerKind,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
+  ScaleSetConditionTypes,
+  ScaleSetReasons,
 } from '@aro/api';
-import { KubeClient, PodKind, SecretKind } from '@aro/kube';
+import {
+  KubeClient,
+  PodKind,
+  RoleBindingKind,
+  RoleKind,
+  SecretKind,
+  ServiceAccountKind,
+  type KubeObject,
+} from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import type { JobView } from '../../../apps/simulator/src';
 import { createTestNamespace, percentile, testKubeConfig, waitFor } from '../../harness';
 import { HighWater } from '../../harness/high-water';
 import { ListenerPlayer } from '../../harness/listener-player';
 import { RunnerPlayer } from '../../harness/runner-player';
+import { SharedListenerReplicas } from '../../harness/shared-listener-replicas';
 import { BootedApp, bootControllerApp } from '../controller-app/boot';
+import { CHARTS, findManifest, render } from '../charts/helm-chart';
+import { serviceAccountKubeconfig } from '../charts/install';
 
 /*
  * The whole of scale-set mode: AutoscalingRunnerSet -> (controller) scale set, EphemeralRunnerSet,
  * AutoscalingListener -> listener pod -> (this file's listener player) the real listener process ->
  * EphemeralRunnerSet patches -> (controller) EphemeralRunners -> runner pods -> (this file's runner
  * player) runners that take their job on the simulator, run it for a moment and exit 0.
+ *
+ * In both listener modes, the same scenarios: `pod`, a listener pod per scale set; `shared`, no pod, the
+ * chart's shared listener Deployment (two replicas, played as processes with its container's env) as
+ * the chart's service account, so every right it uses is the chart's Role or the set's listener Role
+ * the controller bound to it.
  */
 const MAX_RUNNERS = 10;
 const JOBS = 50;
+const SHARED_RELEASE = 'aro';
 
-describe('Scale-set mode end to end (controllers + listener process + simulator)', () => {
+/** The chart rendered in shared mode: the shared listener's objects and the controller's env for it. */
+async function sharedListenerChart(namespace: string) {
+  const manifests = await render(CHARTS.controller, {
+    release: SHARED_RELEASE,
+    namespace,
+    setJson: { listener: { mode: 'shared' } },
+  });
+  const manager = (
+    findManifest(manifests, 'Deployment', 'aro-gha-rs-controller') as unknown as V1Deployment
+  ).spec?.template.spec?.containers.find((c) => c.name === 'manager');
+  const env = (name: string): string => manager?.env?.find((e) => e.name === name)?.value ?? '';
+  const serviceAccount = env('LISTENER_SHARED_SERVICE_ACCOUNT');
+  const deployment = findManifest(manifests, 'Deployment', serviceAccount) as unknown as V1Deployment;
+  const container = deployment.spec?.template.spec?.containers.find((c) => c.name === 'listener');
+  if (!container) throw new Error('the shared listener Deployment has no listener container');
+  const objects = ['ServiceAccount', 'Role', 'RoleBinding'].map((kind) =>
+    findManifest(manifests, kind, serviceAccount),
+  );
+  return {
+    objects,
+    container: container as V1Container,
+    replicas: deployment.spec?.replicas ?? 1,
+    controllerEnv: {
+      LISTENER_MODE: env('LISTENER_MODE'),
+      LISTENER_SHARED_SERVICE_ACCOUNT: serviceAccount,
+      LISTENER_SHARED_CONFIG_SECRET: env('LISTENER_SHARED_CONFIG_SECRET'),
+    },
+  };
+}
+
+describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener mode %s', (mode) => {
   jest.setTimeout(600_000);
   let sim: RunningSimulator;
   let kube: KubeClient;
   let controllerNamespace: string;
   let app: BootedApp | undefined;
   let listeners: ListenerPlayer | undefined;
+  let shared: SharedListenerReplicas | undefined;
+  let sharedConfigSecret = '';
+  let workDir: string | undefined;
   const perTest: Array<{ stop(): unknown }> = [];
 
   beforeAll(async () => {
@@ -42,21 +97,49 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
       seed: { timing: { longPollTimeoutMs: 2_000, autoStartJobs: true, sessionIdleTimeoutMs: 10_000 } },
     });
     kube = new KubeClient(testKubeConfig());
-    controllerNamespace = await createTestNamespace('e2e-system');
+    controllerNamespace = await createTestNamespace(`e2e-system-${mode}`);
+    let modeEnv: Record<string, string> = {};
+    if (mode === 'shared') {
+      // `helm install` of the controller chart with listener.mode shared, as far as the listener goes:
+      // its account and the Role to get its configs Secret.
+      const chart = await sharedListenerChart(controllerNamespace);
+      const kinds = { ServiceAccount: ServiceAccountKind, Role: RoleKind, RoleBinding: RoleBindingKind };
+      for (const object of chart.objects) {
+        await kube.create<KubeObject>(kinds[object.kind as keyof typeof kinds], object as KubeObject);
+      }
+      modeEnv = chart.controllerEnv;
+      sharedConfigSecret = chart.controllerEnv.LISTENER_SHARED_CONFIG_SECRET;
+      workDir = mkdtempSync(join(tmpdir(), 'aro-e2e-shared-'));
+      shared = await new SharedListenerReplicas({
+        container: chart.container,
+        kubeconfigPath: await serviceAccountKubeconfig(
+          controllerNamespace,
+          chart.controllerEnv.LISTENER_SHARED_SERVICE_ACCOUNT,
+        ),
+        replicas: chart.replicas,
+        prefix: 'shared-listener',
+        logDir: workDir,
+        // The chart's 10 s, shortened: a new scale set is served within one rescan.
+        env: { LISTENER_RESCAN_SECONDS: '2', LOG_LEVEL: 'debug' },
+      }).start();
+    }
     // One controller for the whole file, as in a cluster: each test's scale set lives in its own namespace.
     app = await bootControllerApp({
       LEADER_ELECTION: 'false',
       POD_NAMESPACE: controllerNamespace,
       // The image listener pods get; the listener player runs the listener from source whatever it says.
       CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:test',
+      ...modeEnv,
     });
-    listeners = ListenerPlayer.start({ namespace: controllerNamespace });
+    if (mode === 'pod') listeners = ListenerPlayer.start({ namespace: controllerNamespace });
   });
   afterEach(async () => {
     for (const p of perTest.splice(0)) await p.stop();
   });
   afterAll(async () => {
     await listeners?.stop();
+    await shared?.stop();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
     await app?.close();
     kube?.close();
     await sim?.stop();
@@ -72,7 +155,8 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
       `listener pods: ${pods.map((p) => `${p.metadata?.name} uid=${p.metadata?.uid} ${p.status?.phase ?? '-'}${p.metadata?.deletionTimestamp ? ' deleting' : ''}`).join('; ')}`,
       `listeners: ${als.map((l) => `${l.metadata?.name} ${JSON.stringify(l.status ?? {})}`).join('; ')}`,
       `sessions: ${JSON.stringify(sim.sessions())}`,
-      ...listeners!.history.map(
+      ...(shared ? [shared.logs()] : []),
+      ...(listeners?.history ?? []).map(
         (h) =>
           `process of ${h.pod} uid=${h.uid} exit=${h.exitCode} signal=${h.signal}\n${ListenerPlayer.tail(h)}`,
       ),
@@ -132,11 +216,44 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
       await kube.list<AutoscalingListener>(AutoscalingListenerKind, { namespace: controllerNamespace })
     ).find((l) => l.spec.autoscalingRunnerSetNamespace === namespace);
     if (!listener?.metadata?.name) throw new Error(`no AutoscalingListener for ${namespace}/${arsName}`);
-    return { namespace, scaleSetId, session, runners, highWater, listenerPod: listener.metadata.name };
+    if (mode === 'shared') {
+      // No pod: the listener's status says which replica holds the session, as that replica told it.
+      await waitFor(
+        async () => {
+          const live = await kube.get<AutoscalingListener>(
+            AutoscalingListenerKind,
+            controllerNamespace,
+            listener.metadata?.name ?? '',
+          );
+          const running = live.status?.conditions?.find(
+            (c) => c.type === ScaleSetConditionTypes.listenerRunning,
+          );
+          return running?.status === 'True' &&
+            running.reason === ScaleSetReasons.sharedListenerSessionOpen &&
+            running.message?.includes(session.ownerName)
+            ? running
+            : undefined;
+        },
+        {
+          description: `${listener.metadata.name}'s status to name ${session.ownerName} as its session's holder`,
+        },
+      );
+      const pods = await kube.list<V1Pod>(PodKind, { namespace: controllerNamespace });
+      expect(pods.map((p) => p.metadata?.name)).toEqual([]);
+    }
+    return {
+      namespace,
+      arsName,
+      scaleSetId,
+      session,
+      runners,
+      highWater,
+      listenerName: listener.metadata.name,
+    };
   }
 
   it('runs 50 jobs in bursts, each on its own runner, never above maxRunners, and scales back to 0', async () => {
-    const { namespace, scaleSetId, runners, highWater } = await setUp('e2e');
+    const { namespace, arsName, scaleSetId, runners, highWater, listenerName } = await setUp(`e2e-${mode}`);
     const jobs: JobView[] = [];
     for (let burst = 0; burst < 5; burst++) {
       for (let i = 0; i < JOBS / 5; i++) jobs.push(sim.enqueueJob({ scaleSetId }));
@@ -174,24 +291,50 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
     const waits = done
       .map((j) => Date.parse(j.runnerAssignTime) - Date.parse(j.queueTime))
       .sort((a, b) => a - b);
+    if (mode === 'shared') {
+      // The scale set goes: its key leaves the shared listener's Secret and a replica deletes its session.
+      await kube.delete(AutoscalingRunnerSetKind, namespace, arsName);
+      await waitFor(
+        async () => {
+          const secret = await kube.get<V1Secret>(SecretKind, controllerNamespace, sharedConfigSecret);
+          return !(`${listenerName}.json` in (secret.data ?? {})) &&
+            !sim.sessions().some((s) => s.scaleSetId === scaleSetId)
+            ? true
+            : undefined;
+        },
+        { description: 'the deleted set’s config key and session gone', timeoutMs: 120_000 },
+      ).catch(async (err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${await listenerState()}`);
+      });
+    }
     process.stdout.write(
-      `listener e2e: ${JOBS} jobs, wait queued->started p50 ${percentile(waits, 50)} ms, p95 ${percentile(waits, 95)} ms, ` +
+      `listener e2e (${mode}): ${JOBS} jobs, wait queued->started p50 ${percentile(waits, 50)} ms, p95 ${percentile(waits, 95)} ms, ` +
         `most live runners at once ${highWater.runners} (EphemeralRunner objects ${highWater.objects}), idle runners trimmed ${trimmed}\n`,
     );
   });
 
   it('carries on when the listener process is killed mid-run: a new pod, a new session, nothing lost', async () => {
-    const { scaleSetId, session: first, listenerPod } = await setUp('e2e-kill');
-    const victim = await waitFor(() => listeners!.running().find((l) => l.pod === listenerPod), {
-      description: `the listener process of pod ${listenerPod}`,
-      timeoutMs: 60_000,
-    });
+    const { scaleSetId, session: first, listenerName } = await setUp(`e2e-kill-${mode}`);
+    let kill: () => Promise<void>;
+    if (shared) {
+      // kill -9 of the replica holding the session: the other takes it once the service expires it.
+      kill = () => shared!.kill(first.ownerName);
+    } else {
+      const victim = await waitFor(() => listeners!.running().find((l) => l.pod === listenerName), {
+        description: `the listener process of pod ${listenerName}`,
+        timeoutMs: 60_000,
+      });
+      kill = async () => listeners!.kill(victim.pod);
+    }
     const before = Array.from({ length: 5 }, () => sim.enqueueJob({ scaleSetId }));
-    listeners!.kill(victim.pod);
+    await kill();
     const after = Array.from({ length: 5 }, () => sim.enqueueJob({ scaleSetId }));
     await waitFor(
       () => sim.sessions().some((s) => s.scaleSetId === scaleSetId && s.sessionId !== first.sessionId),
-      { description: 'a new session from the recreated listener pod', timeoutMs: 180_000 },
+      {
+        description: 'a new session from the recreated listener pod or the standby replica',
+        timeoutMs: 180_000,
+      },
     ).catch(async (err: unknown) => {
       throw new Error(`${(err as Error).message}\n${await listenerState()}`);
     });
@@ -202,5 +345,7 @@ describe('Scale-set mode end to end (controllers + listener process + simulator)
     });
     const done = [...before, ...after].map((j) => sim.job(j.jobId)!);
     expect(new Set(done.map((j) => j.runnerName)).size).toBe(done.length);
+    // The Deployment starts the killed pod again: it becomes the standby.
+    await shared?.restartExited();
   });
 });

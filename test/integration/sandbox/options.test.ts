@@ -15,7 +15,9 @@ describe('sandbox options', () => {
       duration: 5,
       chaos: false,
       keep: false,
+      listenerMode: 'pod',
     });
+    expect(parseSandboxOptions(['--listener-mode', 'shared']).listenerMode).toBe('shared');
   });
 
   it('reads every flag', () => {
@@ -55,6 +57,7 @@ describe('sandbox options', () => {
     [['--min-runners', '11'], '--min-runners 11: must be a whole number from 0 to --max-runners (10)'],
     [['--min-runners=-1'], '--min-runners -1'],
     [['--bogus'], "Unknown option '--bogus'"],
+    [['--listener-mode', 'one'], '--listener-mode one: must be pod or shared'],
   ])('refuses %j, naming the flag', (args, message) => {
     expect(() => parseSandboxOptions(args)).toThrow(OptionsError);
     expect(() => parseSandboxOptions(args)).toThrow(message);

@@ -41,7 +41,10 @@ function expectNothingLeft(report: SandboxReport): void {
  * The product as the charts deploy it: the controllers and the listener ran as the charts' service
  * accounts (not the admin, who may create namespaces), and did the whole job with those rights.
  */
-function expectChartIdentities(report: SandboxReport): void {
+function expectChartIdentities(
+  report: SandboxReport,
+  listenerUser = /^system:serviceaccount:arc-systems:sandbox-[0-9a-f]+-listener$/,
+): void {
   expect(report.identities).toContainEqual({
     who: 'controller',
     user: 'system:serviceaccount:arc-systems:arc-gha-rs-controller',
@@ -50,7 +53,7 @@ function expectChartIdentities(report: SandboxReport): void {
   const listeners = report.identities.filter((i) => i.who === 'listener');
   expect(listeners.length).toBeGreaterThanOrEqual(1);
   for (const listener of listeners) {
-    expect(listener.user).toMatch(/^system:serviceaccount:arc-systems:sandbox-[0-9a-f]+-listener$/);
+    expect(listener.user).toMatch(listenerUser);
     expect(listener.mayCreateNamespaces).toBe(false);
   }
 }
@@ -134,6 +137,31 @@ describe('npm run sandbox -- --jobs 20 --chaos', () => {
     expect(report).toMatchObject({ succeeded: 20, failed: 0, unfinished: 0 });
     expect(report.runnersSeen).toBeGreaterThanOrEqual(20);
     expectChartIdentities(report);
+    expect(report.refusals).toEqual([]);
+    expect(report.chartObjectsLeft).toEqual([]);
+    expectNothingLeft(report);
+  });
+});
+
+/*
+ * listener.mode shared: no listener pod; the chart's shared listener Deployment (two replicas) serves
+ * the scale set as the chart's shared listener account, and --chaos kills the replica holding the
+ * session (the standby takes it over once the service expires it).
+ */
+describe('npm run sandbox -- --jobs 20 --listener-mode shared --chaos', () => {
+  it('runs every job with the shared listener, survives the loss of the leader and of the session holder', async () => {
+    const { report, output } = await run(
+      '--jobs 20 --rate 4 --max-runners 5 --duration 1 --listener-mode shared --chaos'.split(' '),
+    );
+    expect(output).toMatch(/shared listener up: arc-gha-rs-controller-shared-listener-0 \(pid \d+\)/);
+    expect(report.chaos.join('\n')).toMatch(
+      /killed the leader[\s\S]*killed the shared listener replica arc-gha-rs-controller-shared-listener-[01] holding the session/,
+    );
+    expect(report).toMatchObject({ succeeded: 20, failed: 0, unfinished: 0 });
+    expectChartIdentities(
+      report,
+      /^system:serviceaccount:arc-systems:arc-gha-rs-controller-shared-listener$/,
+    );
     expect(report.refusals).toEqual([]);
     expect(report.chartObjectsLeft).toEqual([]);
     expectNothingLeft(report);

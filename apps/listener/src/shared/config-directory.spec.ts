@@ -37,7 +37,7 @@ describe('ConfigDirectory', () => {
     writeFileSync(join(dir, 'a.json'), JSON.stringify(config(1)));
     mkdirSync(join(dir, 'b'));
     writeFileSync(join(dir, 'b', 'config.json'), JSON.stringify(config(2)));
-    const read = directory.read();
+    const read = directory.readNow();
     expect([...read.keys()]).toEqual(['a', 'b']);
     expect(read.get('a')?.credentials).toEqual({ kind: 'pat', token: 'ghp_1' });
     expect(read.get('b')?.scaleSetId).toBe(2);
@@ -46,8 +46,8 @@ describe('ConfigDirectory', () => {
   it('skips a config that does not validate, naming the file and field once, and serves the rest', () => {
     writeFileSync(join(dir, 'good.json'), JSON.stringify(config(1)));
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ ...config(2), min_runners: 5 }));
-    expect([...directory.read().keys()]).toEqual(['good']);
-    expect([...directory.read().keys()]).toEqual(['good']);
+    expect([...directory.readNow().keys()]).toEqual(['good']);
+    expect([...directory.readNow().keys()]).toEqual(['good']);
     const reports = lines.filter((l) => l.includes('bad.json'));
     expect(reports).toHaveLength(1);
     expect(reports[0]).toContain('min_runners');

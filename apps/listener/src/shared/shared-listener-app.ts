@@ -8,18 +8,25 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import type { Clock, KubeConfigSource } from '@aro/kube';
+import { type Clock, KubeClient, type KubeConfigSource } from '@aro/kube';
+import { userAgentFor } from '@aro/actions';
 import { LOGGER, Logger, NestLoggerAdapter, ObservabilityModule } from '@aro/observability';
 import type { ServeAddress } from '../config';
 import { loadListenerKubeConfig } from '../kube-config';
 import { ProbeServer } from '../probe-server';
 import type { ListenerTuning } from '../tuning';
 import { ConfigDirectory } from './config-directory';
+import { ConfigSecret } from './config-secret';
+import type { ListenerConfigSource } from './config-source';
 import { SharedListenerHost } from './shared-listener-host';
 
 export interface SharedListenerAppOptions {
-  /** Where the scale sets' config.json files are (see ConfigDirectory). */
-  configDir: string;
+  /**
+   * Where the scale sets' configs are: a directory (see ConfigDirectory) or the Secret the
+   * AutoscalingListener controller keeps (see ConfigSecret); exactly one.
+   */
+  configDir?: string;
+  configSecret?: { namespace: string; name: string };
   /** How often the directory is read again for added, changed and removed scale sets. */
   rescanMs: number;
   logger: Logger;
@@ -104,7 +111,26 @@ export async function startSharedListenerApp(
     logger: new NestLoggerAdapter(options.logger),
   });
   const host = app.get(SharedListenerHost);
-  const directory = new ConfigDirectory(options.configDir, options.logger);
+  let configClient: KubeClient | undefined;
+  let source: ListenerConfigSource;
+  if (options.configSecret) {
+    configClient = new KubeClient(app.get<KubeConfigSource>(SHARED_KUBE_CONFIG), {
+      userAgent: userAgentFor('listener-config'),
+      requestTimeoutMs: 30_000,
+      logger: options.logger,
+    });
+    source = new ConfigSecret(
+      configClient,
+      options.configSecret.namespace,
+      options.configSecret.name,
+      options.logger,
+    );
+  } else if (options.configDir) {
+    source = new ConfigDirectory(options.configDir, options.logger);
+  } else {
+    await app.close();
+    throw new Error('a shared listener needs a config directory or a config Secret');
+  }
   const probes = new ProbeServer({
     registry,
     metricsEndpoint: options.metricsEndpoint,
@@ -120,16 +146,12 @@ export async function startSharedListenerApp(
   }
   const rescan = async (): Promise<void> => {
     try {
-      await host.apply(directory.read());
+      await host.apply(await source.read());
     } catch (err) {
-      // The directory itself is unreadable (a volume going away): keep serving what is served.
-      options.logger.error(
-        'Reading the listener config directory failed; serving what was read before',
-        err,
-        {
-          dir: options.configDir,
-        },
-      );
+      // The source itself is unreadable (a volume going away, the apiserver down): keep serving what is served.
+      options.logger.error('Reading the listener configs failed; serving what was read before', err, {
+        source: source.where,
+      });
     }
   };
   await rescan();
@@ -139,6 +161,7 @@ export async function startSharedListenerApp(
     clearInterval(timer);
     await app.close();
     await probes.close();
+    configClient?.close();
   };
   return { app, host, registry, port, rescan, close };
 }

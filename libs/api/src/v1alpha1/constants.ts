@@ -65,6 +65,12 @@ export const Annotations = {
    * the scale set again, instead of at its next periodic check.
    */
   scaleSetMissing: 'actions.github.com/scale-set-missing',
+  /**
+   * ARO, on an EphemeralRunnerSet served by the shared listener: `open <owner>` once a replica opened
+   * the scale set's message session, `closed <owner>` once it deleted it. The AutoscalingListener
+   * controller reports it on the listener's status (a shared listener has no pod to read).
+   */
+  listenerSession: 'actions.github.com/listener-session',
   runnerSpecHash: 'actions.github.com/runner-spec-hash',
   /** Set by the Helm chart: a hash of the chart values the scale set was rendered from. */
   valuesHash: 'actions.github.com/values-hash',

@@ -57,6 +57,10 @@ export const ScaleSetReasons = {
   drainingForUpdate: 'DrainingForUpdate',
   /** No listener image is configured (CONTROLLER_MANAGER_CONTAINER_IMAGE), so no listener can run. */
   listenerImageMissing: 'ListenerImageMissing',
+  /** Shared listener mode: a replica of the shared listener holds this scale set's message session. */
+  sharedListenerSessionOpen: 'SharedListenerSessionOpen',
+  /** Shared listener mode: the config is delivered, but no replica has told of an open session (yet). */
+  sharedListenerNoSession: 'SharedListenerNoSession',
 } as const;
 
 /** 32-bit FNV-1a of a string, as 8 lowercase hex digits (Go's hash/fnv New32a, as upstream names objects). */

@@ -34,6 +34,8 @@ import {
   listenerContext,
 } from './listener-context';
 import { ListenerConfigWriter } from './listener-config-writer';
+import { PodConfigSecret, SharedConfigSecret } from './listener-config-store';
+import { SharedListenerPath } from './listener-shared-path';
 import { ListenerFinalizer } from './listener-finalizer';
 import { ListenerPodLifecycle } from './listener-pod-lifecycle';
 import { scaleSetMetricLabels } from '../shared/scale-set-labels';
@@ -46,7 +48,7 @@ export type {
 /**
  * The AutoscalingListener reconciler: the listener pod and what it needs (ServiceAccount, Role and
  * RoleBinding in the scale set's namespace, config Secret), each rebuilt when its integrity hash
- * changes.
+ * changes. In shared listener mode, no pod: see SharedListenerPath.
  *
  * An ended or evicted listener pod is recreated after an exponential backoff (upstream recreates at
  * once, #4656, which turns a revoked token or a rate limit into a tight loop of pods and API calls);
@@ -56,9 +58,17 @@ export class AutoscalingListenerReconciler extends FinalizingReconciler<
   AutoscalingListener,
   ListenerContext
 > {
-  private readonly config = new ListenerConfigWriter(this.ctx);
+  /** Where configs go: each listener's own Secret, or in shared mode its key of the shared one. */
+  private readonly store =
+    this.ctx.opts.listenerMode === 'shared'
+      ? new SharedConfigSecret(this.ctx)
+      : new PodConfigSecret(this.ctx);
+  private readonly config = new ListenerConfigWriter(this.ctx, this.store);
   private readonly pod = new ListenerPodLifecycle(this.ctx);
-  private readonly finalizer = new ListenerFinalizer(this.ctx);
+  private readonly finalizer = new ListenerFinalizer(this.ctx, this.store);
+  /** Shared listener mode's path (no pod); undefined in the per-pod mode. */
+  private readonly shared =
+    this.ctx.opts.listenerMode === 'shared' ? new SharedListenerPath(this.ctx, this.config) : undefined;
 
   constructor(deps: AutoscalingListenerReconcilerDeps, options: AutoscalingListenerReconcilerOptions = {}) {
     super(listenerContext(deps, options), {
@@ -92,6 +102,8 @@ export class AutoscalingListenerReconciler extends FinalizingReconciler<
       key,
       scaleSetMetricLabels(ars.metadata?.name ?? '', ars.metadata?.namespace ?? '', ars.spec.githubConfigUrl),
     );
+
+    if (this.shared) return this.shared.reconcile(pass, ars);
 
     const sa = await applyListenerResource(this.ctx, ServiceAccountKind, buildServiceAccount(listener), log);
     const role = await applyListenerResource(this.ctx, RoleKind, buildRole(listener), log);

@@ -1,31 +1,24 @@
-import type { V1Secret } from '@kubernetes/client-node';
-import {
-  Annotations,
-  AutoscalingRunnerSet,
-  ScaleSetConditionTypes,
-  integrityHash,
-  listenerConfigSecretName,
-} from '@aro/api';
-import { Result, SecretKind, getIgnoringNotFound, requeueAfter } from '@aro/kube';
+import { Annotations, AutoscalingRunnerSet, ScaleSetConditionTypes, integrityHash } from '@aro/api';
+import { Result, requeueAfter } from '@aro/kube';
 import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
-import { buildConfigSecret, hashOf } from './listener-resources';
+import type { ListenerConfigStore } from './listener-config-store';
 import {
   type ListenerContext,
   type ListenerPass,
-  applyListenerResource,
   patchListenerStatus,
   restartBackoffMs,
 } from './listener-context';
 import { setCondition } from '../shared/conditions';
 
-/** The listener's config Secret, built when `ListenerConfigRefresh` says so. */
+/** The listener's config, built when `ListenerConfigRefresh` says so and delivered to `store`. */
 export class ListenerConfigWriter {
   constructor(
     private readonly ctx: Pick<
       ListenerContext,
       'client' | 'resolver' | 'events' | 'metrics' | 'configRefresh' | 'opts' | 'now'
     >,
+    private readonly store: ListenerConfigStore,
   ) {}
 
   /**
@@ -48,14 +41,9 @@ export class ListenerConfigWriter {
       metricsEndpoint: this.ctx.opts.metricsEndpoint,
     };
     const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
-    const current = await getIgnoringNotFound<V1Secret>(
-      this.ctx.client,
-      SecretKind,
-      listener.metadata?.namespace ?? '',
-      listenerConfigSecretName(listener.metadata?.name ?? ''),
-    );
-    const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, hashOf(current));
-    const currentHash = hashOf(current);
+    const current = await this.store.current(listener);
+    const currentHash = current.hash;
+    const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, currentHash);
     if (reason === undefined && currentHash !== undefined) return currentHash;
     try {
       const config = await buildListenerConfig(
@@ -64,9 +52,7 @@ export class ListenerConfigWriter {
         settings,
         AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.resolveTimeoutMs)]),
       );
-      const applied = hashOf(
-        await applyListenerResource(this.ctx, SecretKind, buildConfigSecret(listener, config), log, current),
-      );
+      const applied = await this.store.write(listener, config, current, log);
       this.ctx.metrics?.configBuilt(reason ?? 'missing');
       if (applied !== undefined) this.ctx.configRefresh.recordBuilt(key, inputs, applied);
       log.debug('Built the listener config', { reason });

@@ -46,6 +46,21 @@ export interface AutoscalingListenerReconcilerOptions {
    * when the listener changes or its config Secret is gone.
    */
   credentialRefreshIntervalMs?: number;
+  /**
+   * `pod` (default, upstream's layout): a listener pod per scale set. `shared`: no pod; the config goes
+   * into `sharedConfigSecretName` and the set's Role is bound to `sharedServiceAccountName`, the
+   * account of the shared listener Deployment (both in the listeners' namespace, named by the chart).
+   */
+  listenerMode?: 'pod' | 'shared';
+  sharedServiceAccountName?: string;
+  sharedConfigSecretName?: string;
+  /** Shared mode: how often a listener's status is read again from its EphemeralRunnerSet's annotation. */
+  sharedStatusIntervalMs?: number;
+  /**
+   * Shared mode, deletion: how long a listener's Role is kept for the replica serving it to close the
+   * set's session (it reads its configs every 10 s by default); past this the deletion goes on anyway.
+   */
+  sharedReleaseTimeoutMs?: number;
 }
 
 export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
@@ -76,7 +91,17 @@ export function listenerContext(
     deletionPollMs: options.deletionPollMs ?? 1_000,
     resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
     credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
+    listenerMode: options.listenerMode ?? 'pod',
+    sharedServiceAccountName: options.sharedServiceAccountName ?? '',
+    sharedConfigSecretName: options.sharedConfigSecretName ?? '',
+    sharedStatusIntervalMs: options.sharedStatusIntervalMs ?? 10_000,
+    sharedReleaseTimeoutMs: options.sharedReleaseTimeoutMs ?? 60_000,
   };
+  if (opts.listenerMode === 'shared' && (!opts.sharedServiceAccountName || !opts.sharedConfigSecretName)) {
+    throw new Error(
+      'the shared listener mode needs the shared listener’s ServiceAccount and config Secret names',
+    );
+  }
   const { now, memory } = ports;
   const refresh = new ListenerConfigRefresh(
     opts.credentialRefreshIntervalMs,

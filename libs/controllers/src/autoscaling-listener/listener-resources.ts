@@ -111,7 +111,14 @@ export function buildRole(listener: AutoscalingListener): V1Role {
   return withHash(role, { rules: role.rules, labels: role.metadata?.labels, annotations: meta?.annotations });
 }
 
-export function buildRoleBinding(listener: AutoscalingListener): V1RoleBinding {
+/**
+ * Binds the listener's Role to its own ServiceAccount, or in shared mode to `sharedServiceAccount`
+ * (the shared listener Deployment's, in the listeners' namespace).
+ */
+export function buildRoleBinding(
+  listener: AutoscalingListener,
+  sharedServiceAccount?: string,
+): V1RoleBinding {
   const meta = listener.spec.roleBindingMetadata;
   const binding: V1RoleBinding = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -124,7 +131,11 @@ export function buildRoleBinding(listener: AutoscalingListener): V1RoleBinding {
     },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: listenerName(listener) },
     subjects: [
-      { kind: 'ServiceAccount', name: listenerName(listener), namespace: listener.metadata?.namespace },
+      {
+        kind: 'ServiceAccount',
+        name: sharedServiceAccount || listenerName(listener),
+        namespace: listener.metadata?.namespace,
+      },
     ],
   };
   return withHash(binding, {
