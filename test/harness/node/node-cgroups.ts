@@ -65,11 +65,11 @@ export function removeNodeCgroup(name: string): void {
   }
 }
 
-/** Every node cgroup root on the host (`/sys/fs/cgroup/<hierarchy>/aro-node-<pid>`), and the old shared `kubepods`. */
+/** Every node cgroup root on the host (`/sys/fs/cgroup/<hierarchy>/aro-node-<pid>`). */
 export function nodeCgroups(): string[] {
   return hierarchies().flatMap((h) =>
     readdirSync(h)
-      .filter((entry) => entry.startsWith(PREFIX) || entry === 'kubepods')
+      .filter((entry) => entry.startsWith(PREFIX))
       .map((entry) => join(h, entry)),
   );
 }

@@ -1,8 +1,9 @@
-import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import type { KubeConfig, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import {
   FatalWait,
   CONTROLLER_NAMESPACE,
+  CONTROLLER_RELEASE,
   RUNNER_NAMESPACE,
   listPods,
   podReady,
@@ -96,7 +97,9 @@ function jobsDone(sim: RunningSimulator, ids: readonly string[]): { done: number
 
 /**
  * Waits until every job of `ids` completed and succeeded. Fails at once, with the runners' own reasons,
- * when a job fails or a runner pod failed: a broken runner pod spec shows in seconds, not at the timeout.
+ * when a job fails or a runner is Failed (the controller gave up on it: its pod failed MAX_POD_FAILURES
+ * times, or never started): a broken runner pod spec shows then, not at the timeout. A pod that failed
+ * and is being retried is the product at work, shown in the progress line.
  */
 export async function waitForJobs(
   product: ProductOnNode,
@@ -107,25 +110,22 @@ export async function waitForJobs(
   await waitUntil(what, timeoutMs, async () => {
     const { done, failed } = jobsDone(product.simulator, ids);
     if (failed.length) throw new FatalWait(`jobs failed: ${failed.join(', ')}`);
-    const broken = (await ephemeralRunners(product.kubeConfig)).filter(
-      (r) => r.status?.phase === 'Failed' || Object.keys(r.status?.failures ?? {}).length > 0,
-    );
-    if (broken.length) {
-      throw new FatalWait(
-        `runner pods failed: ${broken
-          .map(
-            (r) =>
-              `${r.metadata.name} ${r.status?.phase ?? ''} ${r.status?.reason ?? ''} ${r.status?.message ?? ''} failures=${Object.keys(r.status?.failures ?? {}).length}`,
-          )
-          .join('; ')}`,
-      );
+    const runners = await ephemeralRunners(product.kubeConfig);
+    const describe = (r: EphemeralRunnerView): string =>
+      `${r.metadata.name} ${r.status?.phase ?? ''} ${r.status?.reason ?? ''} ${r.status?.message ?? ''} (pod failures: ${Object.keys(r.status?.failures ?? {}).length})`;
+    const failedRunners = runners.filter((r) => r.status?.phase === 'Failed');
+    if (failedRunners.length) {
+      throw new FatalWait(`runners Failed: ${failedRunners.map(describe).join('; ')}`);
     }
-    return done === ids.length ? true : `${done} of ${ids.length} done`;
+    const retried = runners.filter((r) => Object.keys(r.status?.failures ?? {}).length > 0);
+    return done === ids.length
+      ? true
+      : `${done} of ${ids.length} done${retried.length ? `; retried: ${retried.map(describe).join('; ')}` : ''}`;
   });
 }
 
 export async function controllerPods(kc: KubeConfig): Promise<V1Pod[]> {
-  return listPods(kc, CONTROLLER_NAMESPACE, 'app.kubernetes.io/instance=aro-controller');
+  return listPods(kc, CONTROLLER_NAMESPACE, `app.kubernetes.io/instance=${CONTROLLER_RELEASE}`);
 }
 
 export async function waitForReadyControllers(kc: KubeConfig, timeoutMs: number): Promise<V1Pod[]> {
@@ -143,11 +143,17 @@ export interface LeaseView {
   leaseTransitions: number;
 }
 
-/** The controller's leader-election Lease (named after the release, as the chart sets LEADER_ELECTION_ID). */
-export async function controllerLease(kc: KubeConfig): Promise<LeaseView> {
+/** The controller's leader-election Lease, named by the LEADER_ELECTION_ID the chart rendered. */
+export async function controllerLease(product: ProductOnNode): Promise<LeaseView> {
+  const deployment = product.controllerManifests.find((m) => m.kind === 'Deployment') as unknown as
+    V1Deployment | undefined;
+  const name = deployment?.spec?.template.spec?.containers
+    .flatMap((c) => c.env ?? [])
+    .find((e) => e.name === 'LEADER_ELECTION_ID')?.value;
+  if (!name) throw new Error('the rendered controller Deployment sets no LEADER_ELECTION_ID');
   const lease = await getJson<{ spec?: { holderIdentity?: string; leaseTransitions?: number } }>(
-    kc,
-    `/apis/coordination.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/leases/aro-controller`,
+    product.kubeConfig,
+    `/apis/coordination.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/leases/${name}`,
   );
   return {
     holderIdentity: lease.spec?.holderIdentity ?? '',
