@@ -92,7 +92,7 @@ export async function sweepEarlierRuns(): Promise<string[]> {
     /-address (\S+\/node\/containerd\/containerd\.sock)(\s|$)/.exec(cmdline)?.[1];
   const liveSockets = new Set(
     table
-      .map((p) => /^\S*containerd --config (\S+)\/containerd\/config\.toml/.exec(p.cmdline)?.[1])
+      .map((p) => /(?:^|\s)\S*containerd --config (\S+)\/containerd\/config\.toml/.exec(p.cmdline)?.[1])
       .filter((dir): dir is string => dir !== undefined)
       .map((dir) => containerdSocket(dir)),
   );
