@@ -92,7 +92,9 @@ fi
 
 # --- base: node:<version>-slim stand-in --------------------------------------------------------------
 base_ref=docker.io/library/node:$node_version-slim
-base_key=$({ echo "$suite $mirror $node_version $npm_version recipe-$recipe"; sha256sum "$node_pkg/bin/node"; } | hash_of)
+# The Node binary by content only (from stdin: `sha256sum <path>` would put the checkout's path in the
+# key, and every checkout would rebuild the base).
+base_key=$({ echo "$suite $mirror $node_version $npm_version recipe-$recipe"; sha256sum < "$node_pkg/bin/node"; } | hash_of)
 if ! have base "$base_key"; then
   began=$(date +%s); step "base image $base_ref: Debian $suite minbase from $mirror + Node $node_version + npm $npm_version"
   rootfs=$root/work/rootfs
