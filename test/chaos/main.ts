@@ -4,6 +4,7 @@ import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { TIME_SCALE_ENV, useTimeScaleForLoad } from '../harness/time-scale';
 import { formatDuration } from '../sandbox/stats';
 import { INVARIANTS } from './invariants';
 import { DEFAULT_CHAOS, runChaos, type ChaosOptions, type ChaosRun } from './run';
@@ -145,7 +146,9 @@ async function main(): Promise<number> {
   );
   const runs: ChaosRun[] = [];
   const harnessFailures: number[] = [];
+  const givenTimeScale = process.env[TIME_SCALE_ENV];
   for (let i = 0; i < cli.runs; i++) {
+    process.stdout.write(`    ${useTimeScaleForLoad(givenTimeScale)}\n`);
     const seed = cli.seed + i;
     const logPath = join(cli.logs, `seed-${seed}.log`);
     let run: ChaosRun;

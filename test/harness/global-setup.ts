@@ -1,11 +1,10 @@
-import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, type ControlPlaneInfo } from './control-plane';
 import { installCrds } from './crds';
 import { kubeRequest } from './rest';
 import { writeFileSync } from 'node:fs';
-import { TIME_SCALE_ENV, timeScale, timeScaleForLoad } from './time-scale';
+import { useTimeScaleForLoad } from './time-scale';
 
 /** Where the CRDs live; whatever YAML is there gets installed. */
 export const CRD_PATHS = [resolve(__dirname, '..', '..', 'libs', 'api', 'crds')];
@@ -43,12 +42,7 @@ export default async function globalSetup(): Promise<void> {
  * in the environment the workers inherit: every worker then bounds its waits alike.
  */
 function setTimeScale(): void {
-  const given = process.env[TIME_SCALE_ENV];
-  if (given === undefined || given === '') process.env[TIME_SCALE_ENV] = String(timeScaleForLoad());
-  const scale = timeScale();
-  process.stderr.write(
-    `[harness] ${TIME_SCALE_ENV}=${scale} (${given ? 'set' : `derived from the load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores`}): every wait bound is x${scale}\n`,
-  );
+  process.stderr.write(`[harness] ${useTimeScaleForLoad()}\n`);
 }
 
 async function reuseControlPlane(infoPath: string): Promise<void> {

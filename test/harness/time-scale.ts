@@ -47,3 +47,17 @@ export function timeScaleForLoad(load1: number = loadavg()[0], cores: number = c
   const scale = 1 + Math.max(0, perCore - 1) / 2;
   return Math.min(MAX_DERIVED_TIME_SCALE, Math.round(scale * 10) / 10);
 }
+
+/**
+ * Sets this process's time scale from the load average now, unless ARO_TEST_TIME_SCALE was given, and
+ * says which it is. Jest's global setup does it once per run; the chaos runner once per seeded run (the
+ * load moves over a series of hours) and the sandbox at its start, since neither goes through jest: at
+ * scale 1 on a machine at load 40, a 10 s bound on one pod-status write ended chaos seed 112 with a
+ * runner pod nobody finished.
+ */
+export function useTimeScaleForLoad(given: string | undefined = process.env[TIME_SCALE_ENV]): string {
+  const derived = given === undefined || given === '';
+  if (derived) process.env[TIME_SCALE_ENV] = String(timeScaleForLoad());
+  const scale = timeScale();
+  return `${TIME_SCALE_ENV}=${scale} (${derived ? `derived from the load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores` : 'set'}): every wait bound is x${scale}`;
+}

@@ -28,11 +28,13 @@ export const SCALE_SET_RELEASE = 'sandbox';
 
 /**
  * The controller chart's values the sandbox sets: shorter leader-election terms than the chart's
- * 15/10/2 s, so that `--chaos` shows a handover within seconds rather than a quarter of the run.
- * Everything else is the chart's default.
+ * 15/10/2 s, so that `--chaos` shows a handover within seconds rather than a quarter of the run; and
+ * the fleet page on, for a person to look at (`--keep` prints its URL). Everything else is the chart's
+ * default.
  */
 export const CONTROLLER_VALUES = {
   leaderElection: { leaseDurationSeconds: 8, renewDeadlineSeconds: 5, retryPeriodSeconds: 1 },
+  fleetPage: { enabled: true },
 };
 
 export interface ScaleSetValues {

@@ -1,11 +1,13 @@
 // `npm run sandbox`: the whole product on this machine, with live progress and a summary.
 import 'reflect-metadata';
+import { useTimeScaleForLoad } from '../harness/time-scale';
 import { OptionsError, USAGE, parseSandboxOptions } from './options';
 import { cleanRun, renderReport } from './report';
 import { runRealNodeSandbox } from './real-node';
 import { runSandbox } from './sandbox';
 
 async function main(): Promise<number> {
+  process.stderr.write(`[sandbox] ${useTimeScaleForLoad()}\n`);
   let options;
   try {
     // --real-node (test/sandbox/real-node.ts): the same workload on a real kubelet and containerd.

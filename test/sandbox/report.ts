@@ -124,6 +124,7 @@ export function keepInstructions(t: KeepTargets): string {
     `  controllers:        ${t.controllers.map((c) => `${c.name} pid ${c.pid} (${c.metricsUrl})`).join(', ')}`,
     '                      (a replica killed, even with -9, is started again within seconds, as by its Deployment)',
     `  listener metrics:   ${t.listenerMetrics.join(', ') || '(no listener running)'}`,
+    `  fleet page:         ${t.controllers.map((c) => c.metricsUrl.replace(/\/metrics$/, '/fleet')).join(', ')}`,
     `  logs:               ${t.workDir}/*.log, ${t.workDir}/listeners/*/listener.log`,
     '',
     'Try:',

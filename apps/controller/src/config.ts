@@ -108,6 +108,11 @@ export const controllerEnvSchema = z
     /** /healthz, /readyz and /metrics are served here, on every replica. */
     PROBE_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
     PROBE_BIND_ADDRESS: z.string().default('0.0.0.0'),
+    /**
+     * The read-only fleet page (/fleet, /fleet.json) on the probe port, every replica. Off by default:
+     * it adds a watch on Events and shows runner and job counts to whoever reaches the port.
+     */
+    FLEET_PAGE: bool(false),
     SHUTDOWN_TIMEOUT_SECONDS: seconds(30).refine((v) => v > 0, 'must be > 0'),
     POD_NAME: z.string().optional(),
     POD_NAMESPACE: z.string().optional(),

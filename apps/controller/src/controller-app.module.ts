@@ -19,6 +19,7 @@ import { SecretsModule } from '@aro/secrets';
 import type { ControllerConfig } from './config';
 import type { ExtensionModule } from './extensions';
 import { HealthModule } from './health/health.module';
+import { FleetPageModule } from './fleet/fleet.module';
 
 export interface ControllerAppOptions {
   config: ControllerConfig;
@@ -165,6 +166,7 @@ export class ControllerAppModule {
         AutoscalingRunnerSetModule.forRoot(modules.autoscalingRunnerSet),
         AutoscalingListenerModule.forRoot(modules.autoscalingListener),
         HealthModule,
+        ...(options.config.FLEET_PAGE ? [FleetPageModule] : []),
         ...(options.extensions ?? []),
       ],
     };

@@ -3,6 +3,7 @@ import type { MetricsConfig } from '@aro/api';
 import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
 import { type Logger, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '@aro/observability';
 import { parseWorkflowRef } from './workflow-ref';
+import { QueuedJobs, publishOldestQueuedJob } from './queued-jobs';
 
 /** Upstream's label keys (cmd/ghalistener/metrics); a metric carries the subset its config names. */
 export type GhaLabel =
@@ -186,10 +187,18 @@ export class GhaMetrics {
   private readonly scaleSet: Labels;
   private readonly queueWait: Family<Histogram>;
   private readonly runnerSeconds: Family<Counter>;
+  /** The scale set's jobs waiting for a runner, for ARO's oldest-queued-job age. */
+  readonly queued = new QueuedJobs();
+  private readonly unpublishQueued: () => void;
 
   constructor(private readonly o: GhaMetricsOptions) {
     const config = upstreamConfig(o.config);
     this.scaleSet = { ...o.scaleSet };
+    this.unpublishQueued = publishOldestQueuedJob(
+      o.registry,
+      { name: o.scaleSet.name, namespace: o.scaleSet.namespace },
+      this.queued,
+    );
     const waitCfg = o.config?.histograms?.[AroJobMetric.queueWaitSeconds];
     const waitLabels =
       (waitCfg?.labels as GhaLabel[] | undefined) ?? aroJobMetricLabels[AroJobMetric.queueWaitSeconds];
@@ -246,6 +255,7 @@ export class GhaMetrics {
    */
   forget(): void {
     for (const f of this.gauges.values()) f.metric.remove(this.pick(f.labels, this.scaleSet));
+    this.unpublishQueued();
   }
 
   recordStatic(minRunners: number, maxRunners: number): void {
@@ -260,6 +270,12 @@ export class GhaMetrics {
     this.setGauge(GhaMetric.registeredRunners, s.totalRegisteredRunners);
     this.setGauge(GhaMetric.busyRunners, s.totalBusyRunners);
     this.setGauge(GhaMetric.idleRunners, s.totalIdleRunners);
+    this.queued.statistics(s);
+  }
+
+  /** A job the service assigned to the scale set: its queue clock runs until a runner starts it. */
+  recordJobAssigned(job: JobMessageBase): void {
+    this.queued.assigned(job);
   }
 
   recordDesiredRunners(count: number): void {
@@ -267,6 +283,7 @@ export class GhaMetrics {
   }
 
   recordJobStarted(job: JobStarted): void {
+    this.queued.left(job);
     const labels = this.jobLabels(job);
     this.inc(GhaMetric.startedJobsTotal, labels);
     const assigned = timeMs(job.scaleSetAssignTime);
@@ -286,6 +303,7 @@ export class GhaMetrics {
 
   /** A job that never reached a runner (cancelled while queued) is not counted, as upstream. */
   recordJobCompleted(job: JobCompleted): void {
+    this.queued.left(job);
     const started = timeMs(job.runnerAssignTime);
     if (started === undefined) return;
     const labels = { ...this.jobLabels(job), job_result: job.result };

@@ -167,7 +167,11 @@ export class PollLoop {
       completed: completed.length,
       assignedJobs: this.latestStats?.totalAssignedJobs,
     });
-    this.o.scaling.jobsChanged(started, completed);
+    this.o.scaling.jobsChanged(
+      started,
+      completed,
+      jobs.filter((j) => j.messageType === 'JobAssigned'),
+    );
     // Scale before acquiring: the desired count comes from the service's statistics, and the runners it
     // asks for should not wait on an acquire call (the next message's statistics count what it takes).
     await this.scale();

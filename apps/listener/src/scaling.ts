@@ -1,4 +1,4 @@
-import type { JobCompleted, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
+import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
 import type { GhaMetrics } from './gha-metrics';
 import type { JobBookkeeping } from './job-bookkeeping';
 import type { ListenerMetrics } from './listener-metrics';
@@ -11,7 +11,11 @@ import type { Scaler } from './scaler';
  */
 export interface ScalingPort {
   /** What one message reported; recorded at once, never waiting on Kubernetes. */
-  jobsChanged(started: readonly JobStarted[], completed: readonly JobCompleted[]): void;
+  jobsChanged(
+    started: readonly JobStarted[],
+    completed: readonly JobCompleted[],
+    assigned?: readonly JobMessageBase[],
+  ): void;
   /**
    * The service's latest statistics (a message, an idle poll, a new session): writes the desired count
    * for them. A failed write rejects and is kept: `flush` (or the next call) sends it again.
@@ -35,7 +39,13 @@ export class EphemeralRunnerSetScaling implements ScalingPort {
     },
   ) {}
 
-  jobsChanged(started: readonly JobStarted[], completed: readonly JobCompleted[]): void {
+  jobsChanged(
+    started: readonly JobStarted[],
+    completed: readonly JobCompleted[],
+    assigned: readonly JobMessageBase[] = [],
+  ): void {
+    // Assigned first: a message may carry a job's assignment and its start together.
+    for (const job of assigned) this.o.gha.recordJobAssigned(job);
     for (const job of started) {
       this.o.gha.recordJobStarted(job);
       this.o.scaler.markJobEvent();

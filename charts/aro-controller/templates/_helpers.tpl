@@ -235,5 +235,10 @@ Role's finalizers needs no escalate: the apiserver lets a change of only finaliz
 {{- define "aro-controller.rules.events" -}}
 - apiGroups: [""]
   resources: [events]
+  {{- if (.Values.fleetPage | default dict).enabled }}
+  # get, list and watch for the fleet page's recent Warning Events.
+  verbs: [create, patch, get, list, watch]
+  {{- else }}
   verbs: [create, patch]
+  {{- end }}
 {{- end }}

@@ -1,15 +1,30 @@
+import { InvalidConfigUrlError } from './config-url';
 import { ProxyTunnelError, proxyRefusedCode, proxyUnreachableCode } from './error-codes';
+import { ActionsError } from './errors';
 import {
+  type Repeatability,
   backoffMs,
   classifyTransportError,
+  isRetryable,
   parseRetryAfterMs,
   resolveRetryOptions,
-  retryWaitMs,
-  shouldRetryStatus,
+  retryDecision,
 } from './retry';
 
 describe('retry policy', () => {
   const o = resolveRetryOptions({});
+  const shouldRetryStatus = (status: number, repeat: Repeatability, extra?: readonly number[]) =>
+    retryDecision({ status }, { repeat, extraRetryStatuses: extra }, 0, o).retry;
+  const retryWaitMs = (
+    retries: number,
+    status: number,
+    retryAfter: string,
+    _o: unknown,
+    random: () => number,
+  ) => {
+    const decision = retryDecision({ status, retryAfter }, { repeat: 'idempotent' }, retries, o, random);
+    return decision.retry ? decision.waitMs : undefined;
+  };
 
   it('defaults to 4 retries between 1 s and 30 s, as go-retryablehttp', () => {
     expect(o).toEqual({ maxRetries: 4, minWaitMs: 1000, maxWaitMs: 30_000 });
@@ -73,6 +88,37 @@ describe('retry policy', () => {
     expect(classifyTransportError(new Error('x', { cause: err('SELF_SIGNED_CERT_IN_CHAIN') }))).toBe(
       'permanent',
     );
+  });
+
+  it('retries a connection failure by how far it got, and nothing once the retries are spent', () => {
+    const refused = Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
+    const reset = Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    expect(retryDecision({ error: refused }, { repeat: 'once' }, 0, o, () => 0)).toEqual({
+      retry: true,
+      waitMs: 1000,
+    });
+    expect(retryDecision({ error: reset }, { repeat: 'once' }, 0, o)).toEqual({
+      retry: false,
+      failure: 'maybe-sent',
+    });
+    expect(retryDecision({ error: refused }, { repeat: 'idempotent' }, 4, o)).toEqual({
+      retry: false,
+      failure: 'not-sent',
+    });
+    expect(retryDecision({ status: 503 }, { repeat: 'idempotent' }, 4, o)).toEqual({ retry: false });
+  });
+
+  it('says whether an error a client threw is worth asking again, by the same rules', () => {
+    const failed = (statusCode: number) =>
+      new ActionsError({ kind: 'Other', method: 'POST', url: 'https://x', statusCode, detail: 'x' });
+    expect(isRetryable(failed(500))).toBe(true);
+    expect(isRetryable(failed(429))).toBe(true);
+    expect(isRetryable(failed(400))).toBe(false);
+    expect(isRetryable(new Error('wrapped', { cause: failed(403) }))).toBe(false);
+    const untrusted = Object.assign(new Error('x'), { code: 'SELF_SIGNED_CERT_IN_CHAIN' });
+    expect(isRetryable(untrusted)).toBe(false);
+    expect(isRetryable(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(true);
+    expect(isRetryable(new InvalidConfigUrlError('nope', 'not an absolute URL'))).toBe(false);
   });
 
   it('rejects retry options that cannot work', () => {

@@ -2,6 +2,8 @@
  * When to repeat a request, after go-retryablehttp (what the Go client uses), with one change: a
  * request that must not take effect twice is repeated only when the server certainly did not act.
  */
+import { InvalidConfigUrlError } from './config-url';
+import { actionsErrorOf } from './errors';
 import {
   certificateTrustCodes,
   errorCodeOf,
@@ -53,11 +55,7 @@ export type Repeatability = 'idempotent' | 'once';
 /** Statuses a server returns without having acted, so any call may be repeated. */
 const notActedStatuses = new Set([429, 503]);
 
-export function shouldRetryStatus(
-  status: number,
-  repeat: Repeatability,
-  extra: readonly number[] = [],
-): boolean {
+function isRetryableStatus(status: number, repeat: Repeatability, extra: readonly number[] = []): boolean {
   if (notActedStatuses.has(status) || extra.includes(status)) return true;
   // 501 says the server will never do it; every other 5xx may be transient, but also may come
   // after the server acted (a 502/504 from a gateway that timed out waiting), hence idempotent only.
@@ -121,7 +119,7 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number = Dat
 }
 
 /** The wait before the next attempt: the server's Retry-After on 429/503 (capped), else backoff. */
-export function retryWaitMs(
+function retryWaitMs(
   retry: number,
   status: number | undefined,
   retryAfter: string | undefined,
@@ -134,4 +132,66 @@ export function retryWaitMs(
     if (asked !== undefined) return Math.min(asked, o.maxWaitMs);
   }
   return backoffMs(retry, o, random);
+}
+
+/** A failed attempt: a response with a status that is not success, or an error and no response. */
+export type FailedAttempt = { status: number; retryAfter?: string } | { error: unknown };
+
+/** What the call allows: whether it may act twice, and statuses it retries beyond the usual ones. */
+export interface RetryCall {
+  repeat: Repeatability;
+  /** Statuses retried for this call in addition to the usual ones (runner-registration: 401, 403). */
+  extraRetryStatuses?: readonly number[];
+}
+
+/** Ask again after `waitMs`, or give up (with how far a response-less attempt got). */
+export type RetryDecision = { retry: true; waitMs: number } | { retry: false; failure?: TransportFailure };
+
+/**
+ * The one answer to "is this retryable, and how long to wait", for the transport's attempts and for
+ * whoever holds an error that came out of a client (the controllers, through {@link isRetryable}).
+ *
+ * A response is retried on a status the server sends without having acted (429, 503; then after its
+ * Retry-After, capped), on another 5xx but 501 when the call is idempotent, or on a status the call
+ * names. A response-less attempt is retried when the request was certainly not sent (a refused
+ * connection, a proxy that refused the tunnel but not our credentials), or may have been sent and the
+ * call is idempotent; never when only a person can fix it (an untrusted certificate, a malformed
+ * request, a proxy refusing our credentials). `retries` is how many were already made: past
+ * `options.maxRetries` the answer is no.
+ */
+export function retryDecision(
+  attempt: FailedAttempt,
+  call: RetryCall,
+  retries: number,
+  options: ResolvedRetryOptions,
+  random: () => number = Math.random,
+  nowMs: number = Date.now(),
+): RetryDecision {
+  let retryable: boolean;
+  let failure: TransportFailure | undefined;
+  if ('status' in attempt) {
+    retryable = isRetryableStatus(attempt.status, call.repeat, call.extraRetryStatuses);
+  } else {
+    failure = classifyTransportError(attempt.error);
+    retryable = failure === 'not-sent' || (failure === 'maybe-sent' && call.repeat === 'idempotent');
+  }
+  if (!retryable || retries >= options.maxRetries) return { retry: false, failure };
+  const status = 'status' in attempt ? attempt.status : undefined;
+  const retryAfter = 'status' in attempt ? attempt.retryAfter : undefined;
+  return { retry: true, waitMs: retryWaitMs(retries, status, retryAfter, options, random, nowMs) };
+}
+
+/**
+ * Whether asking again can succeed without a person changing something, for an error a client threw
+ * (its retries spent): by the same rules as {@link retryDecision}, for an idempotent call. A config
+ * URL that is not one never becomes one.
+ */
+export function isRetryable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof InvalidConfigUrlError) return false;
+  }
+  const actions = actionsErrorOf(err);
+  const attempt: FailedAttempt =
+    actions?.statusCode !== undefined ? { status: actions.statusCode } : { error: err };
+  return retryDecision(attempt, { repeat: 'idempotent' }, 0, { ...defaultRetryOptions, maxRetries: 1 }).retry;
 }

@@ -5,14 +5,7 @@ import { Dispatchers } from './dispatchers';
 import { ActionsError, ActionsErrorKind, redactUrl } from './errors';
 import { ActionsMetrics } from './metrics';
 import { errorCodeOf, hasTlsFailureCode, proxyTunnelErrorOf } from './error-codes';
-import {
-  classifyTransportError,
-  Repeatability,
-  TransportFailure,
-  ResolvedRetryOptions,
-  retryWaitMs,
-  shouldRetryStatus,
-} from './retry';
+import { Repeatability, TransportFailure, ResolvedRetryOptions, retryDecision } from './retry';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -77,7 +70,6 @@ export class HttpTransport {
     const labels = { route: req.route, method: req.method };
     for (let attempt = 1; ; attempt++) {
       req.signal?.throwIfAborted();
-      const retriesLeft = attempt <= retry.maxRetries;
       const started = process.hrtime.bigint();
       let outcome: { response: TransportResponse } | { error: unknown };
       try {
@@ -90,15 +82,15 @@ export class HttpTransport {
       if ('response' in outcome) {
         const { response } = outcome;
         metrics.requests.inc({ ...labels, code: String(response.status) });
-        if (!retriesLeft || !shouldRetryStatus(response.status, req.repeat, req.extraRetryStatuses))
-          return response;
-        const waitMs = retryWaitMs(
+        const decision = retryDecision(
+          { status: response.status, retryAfter: response.headers['retry-after'] },
+          req,
           attempt - 1,
-          response.status,
-          response.headers['retry-after'],
           retry,
           this.random,
         );
+        if (!decision.retry) return response;
+        const { waitMs } = decision;
         this.o.logger.debug('Retrying a request after a retryable status', {
           route: req.route,
           status: response.status,
@@ -113,10 +105,9 @@ export class HttpTransport {
       const { error } = outcome;
       metrics.requests.inc({ ...labels, code: 'error' });
       if (req.signal?.aborted) throw req.signal.reason;
-      const failure = classifyTransportError(error);
-      const mayRepeat = failure === 'not-sent' || (failure === 'maybe-sent' && req.repeat === 'idempotent');
-      if (!retriesLeft || !mayRepeat) throw this.transportError(req, error, attempt, failure);
-      const waitMs = retryWaitMs(attempt - 1, undefined, undefined, retry, this.random);
+      const decision = retryDecision({ error }, req, attempt - 1, retry, this.random);
+      if (!decision.retry) throw this.transportError(req, error, attempt, decision.failure ?? 'maybe-sent');
+      const { waitMs } = decision;
       this.o.logger.debug('Retrying a request after a connection failure', {
         route: req.route,
         error: describe(error),

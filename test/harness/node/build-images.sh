@@ -92,8 +92,8 @@ fi
 
 # --- base: node:<version>-slim stand-in --------------------------------------------------------------
 base_ref=docker.io/library/node:$node_version-slim
-# The Node binary by content only (from stdin: `sha256sum <path>` would put the checkout's path in the
-# key, and every checkout would rebuild the base).
+# The node binary is hashed from stdin: `sha256sum FILE` prints the path too, and a key that held the
+# checkout's path made every other clone (CI, a worktree) rebuild the base and every image on it.
 base_key=$({ echo "$suite $mirror $node_version $npm_version recipe-$recipe"; sha256sum < "$node_pkg/bin/node"; } | hash_of)
 if ! have base "$base_key"; then
   began=$(date +%s); step "base image $base_ref: Debian $suite minbase from $mirror + Node $node_version + npm $npm_version"

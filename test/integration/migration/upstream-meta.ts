@@ -37,6 +37,11 @@ export function upstreamKeepsVersion(label: string | undefined, build = UPSTREAM
   return !!a && !!b && a[1] === b[1] && (a[2] ?? '0') === (b[2] ?? '0');
 }
 
+/**
+ * The owner reference as upstream's controllers write it. Deliberately not `@aro/kube`'s helper: this
+ * file writes the state upstream leaves behind, so it must stay upstream's shape even if ARO's helper
+ * changes (a product change must not silently change the takeover test's starting state).
+ */
 export function controllerRef(owner: KubeObject, kind: string, apiVersion = GROUP_VERSION): V1OwnerReference {
   return {
     apiVersion,

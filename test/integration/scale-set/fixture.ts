@@ -42,6 +42,8 @@ export interface ScaleSetFixtureOptions {
   runnerSet?: Partial<EphemeralRunnerSetModuleOptions>;
   runnerScaleSet?: Partial<AutoscalingRunnerSetModuleOptions>;
   listener?: Partial<AutoscalingListenerModuleOptions>;
+  /** The orphan sweep's timings over the fixture's (which keep it from removing anything on its own). */
+  unregistration?: { orphanGraceMs?: number };
   /** Environment variables over the fixture's (e.g. CONTROLLER_MANAGER_CONTAINER_IMAGE: ''). */
   env?: Record<string, string>;
   /** Skip creating the GitHub config secret. */
@@ -154,6 +156,7 @@ export async function startScaleSetFixture(
         orphanSweepIntervalMs: 60 * 60_000,
         drainTimeoutMs: 2_000,
         jobStillRunningRetryMs: 200,
+        ...opts.unregistration,
       },
       actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
       ephemeralRunnerSet: defined({

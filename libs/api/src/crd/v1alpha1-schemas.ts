@@ -9,6 +9,7 @@ import type {
   AutoscalingRunnerSetPhase,
   AutoscalingRunnerSetSpec,
   AutoscalingRunnerSetStatus,
+  OrphanSweepAudit,
 } from '../v1alpha1/autoscaling-runner-set-types';
 import type {
   EphemeralRunner,
@@ -225,6 +226,17 @@ const autoscalingRunnerSetSpec = t.object<AutoscalingRunnerSetSpec>(
   },
 );
 
+const orphanSweepAudit = t.object<OrphanSweepAudit>(
+  {
+    lastPassTime: optional(t.dateTime(), 'The sweep pass this audit comes from; refreshed at least hourly.'),
+    registrations: optional(t.int(), 'Runner registrations the Actions service lists for the scale set.'),
+    runners: optional(t.int(), 'EphemeralRunners on the scale set that hold a registration.'),
+    orphans: optional(t.int(), 'Registrations seen without an EphemeralRunner in the last pass.'),
+    orphansRemoved: optional(t.int(), 'Orphaned registrations queued for removal, all passes together.'),
+  },
+  'OrphanSweepAudit is what the orphan registration sweep last saw',
+);
+
 const autoscalingRunnerSetStatus = t.object<AutoscalingRunnerSetStatus>(
   {
     currentRunners: optional(t.int()),
@@ -235,6 +247,10 @@ const autoscalingRunnerSetStatus = t.object<AutoscalingRunnerSetStatus>(
     conditions: optional(
       t.array(condition),
       'ARO: the scale set on the Actions service and the runner version.',
+    ),
+    orphanSweep: optional(
+      orphanSweepAudit,
+      "ARO: the leak audit, what the leader's orphan registration sweep last saw for this scale set.",
     ),
   },
   'AutoscalingRunnerSetStatus defines the observed state of AutoscalingRunnerSet',

@@ -46,6 +46,25 @@ export interface AutoscalingRunnerSetStatus {
   failedEphemeralRunners?: number;
   /** ARO: the scale set on the Actions service (ScaleSetReady) and the runner version (RunnerVersionCurrent). */
   conditions?: ScaleSetCondition[];
+  /** ARO: what the leader's orphan registration sweep last saw for this scale set (the leak audit). */
+  orphanSweep?: OrphanSweepAudit;
+}
+
+/**
+ * ARO: the leak audit. Written by the orphan registration sweep, at most once per pass and only when a
+ * count changed or the recorded pass is an hour old, so an idle scale set costs one write an hour.
+ */
+export interface OrphanSweepAudit {
+  /** The pass this audit comes from (refreshed at least hourly while nothing changes). */
+  lastPassTime?: string;
+  /** Runner registrations the Actions service lists for the scale set. */
+  registrations?: number;
+  /** EphemeralRunners in the cluster on the scale set that hold a registration. */
+  runners?: number;
+  /** Registrations the pass saw without an EphemeralRunner (in their grace, or queued for removal). */
+  orphans?: number;
+  /** Orphaned registrations queued for removal, all passes together. */
+  orphansRemoved?: number;
 }
 
 export interface AutoscalingRunnerSet extends KubernetesObject {

@@ -7,8 +7,7 @@ export type AutoscalingListenerModuleOptions = ControllerModuleOptions<Autoscali
  * The AutoscalingListener controller as a Nest module: each listener's pod, ServiceAccount, Role,
  * RoleBinding and config secret. Needs the global KubeModule, SecretsModule and ObservabilityModule.
  */
-export const {
-  module: AutoscalingListenerModule,
-  controller: AutoscalingListenerController,
-  optionsToken: AUTOSCALING_LISTENER_MODULE_OPTIONS,
-} = partsControllerModule('AutoscalingListener', setupAutoscalingListenerController);
+export const AutoscalingListenerModule = partsControllerModule(
+  'AutoscalingListener',
+  setupAutoscalingListenerController,
+).module;

@@ -6,9 +6,8 @@ import {
   AutoscalingRunnerSetKind,
 } from '@aro/api';
 import {
-  ReconcileContext,
-  Reconciler,
-  Request,
+  FinalizingReconciler,
+  type Released,
   Result,
   RoleBindingKind,
   RoleKind,
@@ -16,13 +15,9 @@ import {
   deleteIgnoringNotFound,
   done,
   getIgnoringNotFound,
-  patchingFinalizers,
   requeueAfter,
   sooner,
-  reconcileFinalized,
-  requestKey,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import {
   buildListenerPod,
   buildRole,
@@ -34,6 +29,7 @@ import {
   type AutoscalingListenerReconcilerDeps,
   type AutoscalingListenerReconcilerOptions,
   type ListenerContext,
+  type ListenerPass,
   applyListenerResource,
   listenerContext,
 } from './listener-context';
@@ -56,48 +52,32 @@ export type {
  * once, #4656, which turns a revoked token or a rate limit into a tight loop of pods and API calls);
  * why and how often is on the listener's status, and each restart is an Event.
  */
-export class AutoscalingListenerReconciler implements Reconciler {
-  private readonly ctx: ListenerContext;
-  private readonly config: ListenerConfigWriter;
-  private readonly pod: ListenerPodLifecycle;
-  private readonly finalizer: ListenerFinalizer;
+export class AutoscalingListenerReconciler extends FinalizingReconciler<
+  AutoscalingListener,
+  ListenerContext
+> {
+  private readonly config = new ListenerConfigWriter(this.ctx);
+  private readonly pod = new ListenerPodLifecycle(this.ctx);
+  private readonly finalizer = new ListenerFinalizer(this.ctx);
 
   constructor(deps: AutoscalingListenerReconcilerDeps, options: AutoscalingListenerReconcilerOptions = {}) {
-    this.ctx = listenerContext(deps, options);
-    this.config = new ListenerConfigWriter(this.ctx);
-    this.pod = new ListenerPodLifecycle(this.ctx);
-    this.finalizer = new ListenerFinalizer(this.ctx);
-  }
-
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
-    return reconcileFinalized<AutoscalingListener>(req, {
-      reader: this.ctx.deps.cache,
+    super(listenerContext(deps, options), {
       kind: AutoscalingListenerKind,
       finalizer: { name: AUTOSCALING_LISTENER_FINALIZER },
-      write: patchingFinalizers(this.ctx.deps.client, AutoscalingListenerKind),
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, log),
     });
   }
 
-  /** Everything this controller remembers of a listener, dropped once it is gone. */
-  private forget(key: string): void {
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.configRefresh.forget(key);
+  /** Deleting the listener: see {@link ListenerFinalizer}. */
+  protected cleanup(deleting: ListenerPass): Promise<Result | Released> {
+    return this.finalizer.finalize(deleting);
   }
 
   /** A live listener carrying the finalizer: what its pod needs, then the pod. */
-  private async apply(
-    listener: AutoscalingListener,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  protected async apply(pass: ListenerPass): Promise<Result> {
+    const { obj: listener, key, log } = pass;
     const { namespace = '', name = '' } = listener.metadata ?? {};
     const ars = await getIgnoringNotFound<AutoscalingRunnerSet>(
-      this.ctx.deps.cache,
+      this.ctx.cache,
       AutoscalingRunnerSetKind,
       listener.spec.autoscalingRunnerSetNamespace ?? '',
       listener.spec.autoscalingRunnerSetName ?? '',
@@ -105,10 +85,10 @@ export class AutoscalingListenerReconciler implements Reconciler {
     if (!ars) {
       // A listener of no scale set would scale nothing: it goes (upstream does the same).
       log.info('The listener has no AutoscalingRunnerSet; deleting it');
-      await deleteIgnoringNotFound(this.ctx.deps.client, AutoscalingListenerKind, namespace, name);
+      await deleteIgnoringNotFound(this.ctx.client, AutoscalingListenerKind, namespace, name);
       return done;
     }
-    this.ctx.deps.metrics?.labels(
+    this.ctx.metrics?.labels(
       key,
       scaleSetMetricLabels(ars.metadata?.name ?? '', ars.metadata?.namespace ?? '', ars.spec.githubConfigUrl),
     );
@@ -116,7 +96,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
     const sa = await applyListenerResource(this.ctx, ServiceAccountKind, buildServiceAccount(listener), log);
     const role = await applyListenerResource(this.ctx, RoleKind, buildRole(listener), log);
     const binding = await applyListenerResource(this.ctx, RoleBindingKind, buildRoleBinding(listener), log);
-    const configHash = await this.config.reconcile(listener, ars, key, signal, log);
+    const configHash = await this.config.reconcile(pass, ars);
     if (typeof configHash !== 'string') return configHash;
 
     const desired = buildListenerPod(
@@ -125,7 +105,7 @@ export class AutoscalingListenerReconciler implements Reconciler {
       [hashOf(sa), hashOf(role), hashOf(binding), configHash],
     );
     return sooner(
-      await this.pod.reconcile(listener, key, desired, log),
+      await this.pod.reconcile(pass, desired),
       requeueAfter(this.ctx.configRefresh.refreshDueInMs(key) ?? this.ctx.opts.credentialRefreshIntervalMs),
     );
   }

@@ -1,8 +1,10 @@
+import { ObjectMemory } from '@aro/kube';
 import { ListenerConfigRefresh } from './listener-config-refresh';
 
 describe('ListenerConfigRefresh', () => {
   let now = 1_000;
-  const refresh = new ListenerConfigRefresh(60_000, () => now);
+  const memory = new ObjectMemory();
+  const refresh = new ListenerConfigRefresh(60_000, () => now, memory.slot('config builds'));
 
   it('builds a new listener, then only on a change, a missing config or the interval', () => {
     expect(refresh.reasonToBuild('ns/a', 'inputs-1', undefined)).toBe('new');
@@ -14,7 +16,7 @@ describe('ListenerConfigRefresh', () => {
     expect(refresh.refreshDueInMs('ns/a')).toBe(60_000);
     now += 60_000;
     expect(refresh.reasonToBuild('ns/a', 'inputs-1', 'hash-1')).toBe('refresh');
-    refresh.forget('ns/a');
+    memory.forget('ns/a');
     expect(refresh.refreshDueInMs('ns/a')).toBeUndefined();
     expect(refresh.reasonToBuild('ns/a', 'inputs-1', 'hash-1')).toBe('new');
   });

@@ -1,3 +1,4 @@
+import type { KeyedStore } from '@aro/kube';
 /** Why a listener's config is built on a pass; the label of `aro_listener_config_builds_total`. */
 export type ConfigBuildReason =
   /** No config built for this listener since the controller started. */
@@ -9,7 +10,7 @@ export type ConfigBuildReason =
   /** The refresh interval passed: the credential Secret may have been rotated. */
   | 'refresh';
 
-interface Built {
+export interface Built {
   inputs: string;
   configHash: string;
   builtAt: number;
@@ -28,11 +29,11 @@ interface Built {
  * interval without anything else happening, which a read on every pass alone did not promise.
  */
 export class ListenerConfigRefresh {
-  private readonly built = new Map<string, Built>();
-
+  /** `built` is a slot of the reconciler's per-listener memory: it goes when the listener does. */
   constructor(
     private readonly intervalMs: number,
     private readonly now: () => number,
+    private readonly built: KeyedStore<Built> = new Map<string, Built>(),
   ) {}
 
   /**
@@ -60,9 +61,5 @@ export class ListenerConfigRefresh {
   refreshDueInMs(key: string): number | undefined {
     const last = this.built.get(key);
     return last ? Math.max(1, last.builtAt + this.intervalMs - this.now()) : undefined;
-  }
-
-  forget(key: string): void {
-    this.built.delete(key);
   }
 }

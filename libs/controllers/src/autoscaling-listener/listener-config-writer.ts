@@ -1,19 +1,18 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
-  AutoscalingListener,
   AutoscalingRunnerSet,
   ScaleSetConditionTypes,
   integrityHash,
   listenerConfigSecretName,
 } from '@aro/api';
 import { Result, SecretKind, getIgnoringNotFound, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
 import { buildConfigSecret, hashOf } from './listener-resources';
 import {
   type ListenerContext,
+  type ListenerPass,
   applyListenerResource,
   patchListenerStatus,
   restartBackoffMs,
@@ -22,18 +21,20 @@ import { setCondition } from '../shared/conditions';
 
 /** The listener's config Secret, built when `ListenerConfigRefresh` says so. */
 export class ListenerConfigWriter {
-  constructor(private readonly ctx: ListenerContext) {}
+  constructor(
+    private readonly ctx: Pick<
+      ListenerContext,
+      'client' | 'resolver' | 'events' | 'metrics' | 'configRefresh' | 'opts' | 'now'
+    >,
+  ) {}
 
   /**
    * The config Secret, built only when `ListenerConfigRefresh` says so (building reads the
    * credential Secret live); its integrity hash, or the Result of a pass that could not build it.
    */
   async reconcile(
-    listener: AutoscalingListener,
+    { obj: listener, key, signal, log }: ListenerPass,
     ars: AutoscalingRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
   ): Promise<string | Result> {
     const settings: ListenerConfigSettings = {
       scaleSetName:
@@ -48,7 +49,7 @@ export class ListenerConfigWriter {
     };
     const inputs = integrityHash({ uid: listener.metadata?.uid, spec: listener.spec, settings });
     const current = await getIgnoringNotFound<V1Secret>(
-      this.ctx.deps.client,
+      this.ctx.client,
       SecretKind,
       listener.metadata?.namespace ?? '',
       listenerConfigSecretName(listener.metadata?.name ?? ''),
@@ -58,7 +59,7 @@ export class ListenerConfigWriter {
     if (reason === undefined && currentHash !== undefined) return currentHash;
     try {
       const config = await buildListenerConfig(
-        this.ctx.deps.resolver,
+        this.ctx.resolver,
         listener,
         settings,
         AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.resolveTimeoutMs)]),
@@ -66,7 +67,7 @@ export class ListenerConfigWriter {
       const applied = hashOf(
         await applyListenerResource(this.ctx, SecretKind, buildConfigSecret(listener, config), log, current),
       );
-      this.ctx.deps.metrics?.configBuilt(reason ?? 'missing');
+      this.ctx.metrics?.configBuilt(reason ?? 'missing');
       if (applied !== undefined) this.ctx.configRefresh.recordBuilt(key, inputs, applied);
       log.debug('Built the listener config', { reason });
       return applied ?? '';
@@ -74,7 +75,7 @@ export class ListenerConfigWriter {
       if (signal.aborted) throw err;
       const failure = classifyScaleSetFailure(err, listener.spec.proxy);
       log.warn('Cannot build the listener configuration', { reason: failure.reason, err: failure.message });
-      this.ctx.deps.events?.record(listener, 'Warning', failure.reason, failure.message);
+      this.ctx.events?.record(listener, 'Warning', failure.reason, failure.message);
       await patchListenerStatus(this.ctx, listener, {
         conditions: setCondition(listener.status?.conditions, {
           type: ScaleSetConditionTypes.listenerRunning,

@@ -4,7 +4,14 @@ import {
   AutoscalingListenerStatus,
   ResourceKind,
 } from '@aro/api';
-import { KubeObject, createOrReplace, exponentialBackoffMs, isNotFound, objectKey } from '@aro/kube';
+import {
+  KubeObject,
+  type Pass,
+  createOrReplace,
+  exponentialBackoffMs,
+  isNotFound,
+  objectKey,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
@@ -12,7 +19,7 @@ import type { ListenerControllerMetrics } from './listener-controller-metrics';
 import { hashOf } from './listener-resources';
 import { describeError } from '../shared/describe-error';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
  * their defaults, when each listener's config is due to be built again, and the small writes every
@@ -45,10 +52,11 @@ export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDep
   metrics?: ListenerControllerMetrics;
 }
 
-export interface ListenerContext {
-  deps: AutoscalingListenerReconcilerDeps;
+/** One pass of one listener. */
+export type ListenerPass = Pass<AutoscalingListener>;
+
+export interface ListenerContext extends ScaleSetPorts<ListenerControllerMetrics> {
   opts: Required<AutoscalingListenerReconcilerOptions>;
-  now: () => number;
   configRefresh: ListenerConfigRefresh;
 }
 
@@ -56,7 +64,7 @@ export function listenerContext(
   deps: AutoscalingListenerReconcilerDeps,
   options: AutoscalingListenerReconcilerOptions,
 ): ListenerContext {
-  const now = deps.now ?? Date.now;
+  const ports = scaleSetPorts(deps);
   const opts: Required<AutoscalingListenerReconcilerOptions> = {
     metricsAddr: options.metricsAddr ?? ':8080',
     metricsEndpoint: options.metricsEndpoint ?? '/metrics',
@@ -69,10 +77,16 @@ export function listenerContext(
     resolveTimeoutMs: options.resolveTimeoutMs ?? 30_000,
     credentialRefreshIntervalMs: options.credentialRefreshIntervalMs ?? 60_000,
   };
-  return { deps, opts, now, configRefresh: new ListenerConfigRefresh(opts.credentialRefreshIntervalMs, now) };
+  const { now, memory } = ports;
+  const refresh = new ListenerConfigRefresh(
+    opts.credentialRefreshIntervalMs,
+    now,
+    memory.slot('config builds'),
+  );
+  return { ...ports, opts, configRefresh: refresh };
 }
 
-export function restartBackoffMs(ctx: ListenerContext, restarts: number): number {
+export function restartBackoffMs(ctx: Pick<ListenerContext, 'opts'>, restarts: number): number {
   return exponentialBackoffMs(
     Math.max(1, restarts),
     ctx.opts.restartBackoffBaseMs,
@@ -85,13 +99,13 @@ export function restartBackoffMs(ctx: ListenerContext, restarts: number): number
  * hash covers only what this controller sets, so fields others add do not cause churn).
  */
 export async function applyListenerResource<T extends KubeObject>(
-  ctx: ListenerContext,
+  ctx: Pick<ListenerContext, 'client'>,
   kind: ResourceKind,
   desired: T,
   log: Logger,
   read?: T,
 ): Promise<T> {
-  const { object, operation } = await createOrReplace(ctx.deps.client, kind, desired, {
+  const { object, operation } = await createOrReplace(ctx.client, kind, desired, {
     upToDate: (current) => hashOf(current) === hashOf(desired),
     current: read,
   });
@@ -102,14 +116,14 @@ export async function applyListenerResource<T extends KubeObject>(
 }
 
 export async function patchListenerStatus(
-  ctx: ListenerContext,
+  ctx: Pick<ListenerContext, 'client'>,
   listener: AutoscalingListener,
   change: AutoscalingListenerStatus,
 ): Promise<void> {
   const current = (listener.status ?? {}) as Record<string, unknown>;
   if (!Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v))) return;
   try {
-    const updated = await ctx.deps.client.mergePatchStatus<AutoscalingListener>(
+    const updated = await ctx.client.mergePatchStatus<AutoscalingListener>(
       AutoscalingListenerKind,
       listener.metadata?.namespace ?? '',
       listener.metadata?.name ?? '',

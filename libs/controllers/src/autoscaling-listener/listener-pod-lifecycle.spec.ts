@@ -41,7 +41,11 @@ function setup() {
   };
   const listener = () => kube.peek<AutoscalingListener>(AutoscalingListenerKind, NS, NAME)!;
   const pod = () => kube.peek<V1Pod>(PodKind, NS, NAME);
-  const reconcile = () => lifecycle.reconcile(listener(), `${NS}/${NAME}`, desired, silentLogger);
+  const reconcile = () =>
+    lifecycle.reconcile(
+      { obj: listener(), key: `${NS}/${NAME}`, signal: new AbortController().signal, log: silentLogger },
+      desired,
+    );
   /** What the kubelet reports of the listener container: running since `startedAt`, or exited. */
   const containerIs = async (state: 'running' | 'exited', startedAt = clock.now) => {
     const p = pod()!;

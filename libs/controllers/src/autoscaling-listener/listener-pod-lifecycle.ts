@@ -1,15 +1,18 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import {
   AUTOSCALING_LISTENER_CONTAINER_NAME,
-  AutoscalingListener,
   AutoscalingListenerStatus,
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
 import { PodKind, Result, isNotFound, deleteIgnoringNotFound, done, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { hashOf } from './listener-resources';
-import { type ListenerContext, patchListenerStatus, restartBackoffMs } from './listener-context';
+import {
+  type ListenerContext,
+  type ListenerPass,
+  patchListenerStatus,
+  restartBackoffMs,
+} from './listener-context';
 import { setCondition } from '../shared/conditions';
 
 type Ended = { reason: string; message: string } | undefined;
@@ -51,20 +54,22 @@ function listenerRunningSince(pod: V1Pod): number | undefined {
 
 /** The listener pod: created, recreated with backoff when it ends, replaced when its hash changes. */
 export class ListenerPodLifecycle {
-  constructor(private readonly ctx: ListenerContext) {}
+  constructor(
+    private readonly ctx: Pick<ListenerContext, 'client' | 'cache' | 'events' | 'metrics' | 'now' | 'opts'>,
+  ) {}
 
-  async reconcile(listener: AutoscalingListener, key: string, desired: V1Pod, log: Logger): Promise<Result> {
+  async reconcile({ obj: listener, key, log }: ListenerPass, desired: V1Pod): Promise<Result> {
     const namespace = listener.metadata?.namespace ?? '';
     const name = listener.metadata?.name ?? '';
     let pod: V1Pod | undefined;
     try {
-      pod = await this.ctx.deps.cache.get<V1Pod>(PodKind, namespace, name);
+      pod = await this.ctx.cache.get<V1Pod>(PodKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
     const status = listener.status ?? {};
     if (!pod) {
-      this.ctx.deps.metrics?.set(key, false);
+      this.ctx.metrics?.set(key, false);
       const restarts = status.restarts ?? 0;
       if (restarts > 0 && status.lastRestartTime) {
         const readyAt = new Date(status.lastRestartTime).getTime() + restartBackoffMs(this.ctx, restarts);
@@ -76,7 +81,7 @@ export class ListenerPodLifecycle {
           return requeueAfter(readyAt - this.ctx.now());
         }
       }
-      await this.ctx.deps.client.create(PodKind, desired);
+      await this.ctx.client.create(PodKind, desired);
       log.info('Created the listener pod', { restarts });
       return done;
     }
@@ -92,7 +97,7 @@ export class ListenerPodLifecycle {
         waitMs,
         detail: ended.message,
       });
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         listener,
         'Warning',
         ended.reason,
@@ -110,8 +115,8 @@ export class ListenerPodLifecycle {
           message: ended.message,
         }),
       });
-      this.ctx.deps.metrics?.set(key, false);
-      await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name, {
+      this.ctx.metrics?.set(key, false);
+      await deleteIgnoringNotFound(this.ctx.client, PodKind, namespace, name, {
         uid: pod.metadata?.uid,
       });
       return requeueAfter(waitMs);
@@ -119,7 +124,7 @@ export class ListenerPodLifecycle {
 
     if (hashOf(pod) !== hashOf(desired)) {
       log.info('The listener pod is out of date; recreating it');
-      await deleteIgnoringNotFound(this.ctx.deps.client, PodKind, namespace, name, {
+      await deleteIgnoringNotFound(this.ctx.client, PodKind, namespace, name, {
         uid: pod.metadata?.uid,
       });
       return requeueAfter(this.ctx.opts.deletionPollMs);
@@ -127,10 +132,10 @@ export class ListenerPodLifecycle {
 
     const runningSince = listenerRunningSince(pod);
     if (runningSince === undefined) {
-      this.ctx.deps.metrics?.set(key, false);
+      this.ctx.metrics?.set(key, false);
       return done;
     }
-    this.ctx.deps.metrics?.set(key, true);
+    this.ctx.metrics?.set(key, true);
     const stableForMs = this.ctx.now() - runningSince;
     const change: AutoscalingListenerStatus = {
       conditions: setCondition(listener.status?.conditions, {

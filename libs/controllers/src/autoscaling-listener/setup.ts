@@ -1,14 +1,12 @@
 import type { V1Role } from '@kubernetes/client-node';
 import { AutoscalingListenerKind, Labels } from '@aro/api';
+import { PodKind, RoleBindingKind, RoleKind, ServiceAccountKind } from '@aro/kube';
 import {
-  ControllerBuilder,
-  PodKind,
-  RoleBindingKind,
-  RoleKind,
-  ServiceAccountKind,
-  resourceVersionChangedPredicate,
-} from '@aro/kube';
-import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
+  type ControllerParts,
+  type EventsMode,
+  completeController,
+  scaleSetReconcilerDeps,
+} from '../shared/controller-parts';
 import {
   AutoscalingListenerReconciler,
   type AutoscalingListenerReconcilerOptions,
@@ -36,18 +34,20 @@ export function setupAutoscalingListenerController(
   parts: ControllerParts,
   config: AutoscalingListenerControllerConfig = {},
 ): AutoscalingListenerReconciler {
-  const reconciler = new AutoscalingListenerReconciler(
-    scaleSetReconcilerDeps(parts, config.events, ListenerControllerMetrics),
-    config,
+  return completeController(
+    parts.manager,
+    'autoscalinglistener',
+    new AutoscalingListenerReconciler(
+      scaleSetReconcilerDeps(parts, config.events, ListenerControllerMetrics),
+      config,
+    ),
+    (watch) =>
+      watch
+        .for(AutoscalingListenerKind)
+        .owns(PodKind)
+        .owns(ServiceAccountKind)
+        .watches<V1Role>(RoleKind, listenerOfLabels)
+        .watches<V1Role>(RoleBindingKind, listenerOfLabels),
+    config.maxConcurrentReconciles ?? 1,
   );
-  new ControllerBuilder(parts.manager, 'autoscalinglistener')
-    .for(AutoscalingListenerKind)
-    .owns(PodKind)
-    .owns(ServiceAccountKind)
-    .watches<V1Role>(RoleKind, listenerOfLabels)
-    .watches<V1Role>(RoleBindingKind, listenerOfLabels)
-    .withEventFilter(resourceVersionChangedPredicate)
-    .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 1 })
-    .complete(reconciler);
-  return reconciler;
 }

@@ -9,8 +9,7 @@ export type AutoscalingRunnerSetModuleOptions = ControllerModuleOptions<Autoscal
  * ObservabilityModule. `listenerImage` may be empty: the app starts, and each scale set records
  * ListenerImageMissing instead of getting a listener.
  */
-export const {
-  module: AutoscalingRunnerSetModule,
-  controller: AutoscalingRunnerSetController,
-  optionsToken: AUTOSCALING_RUNNER_SET_MODULE_OPTIONS,
-} = partsControllerModule('AutoscalingRunnerSet', setupAutoscalingRunnerSetController);
+export const AutoscalingRunnerSetModule = partsControllerModule(
+  'AutoscalingRunnerSet',
+  setupAutoscalingRunnerSetController,
+).module;

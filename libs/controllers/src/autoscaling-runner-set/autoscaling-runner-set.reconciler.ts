@@ -11,24 +11,22 @@ import {
 import type { ActionsServiceClient } from '@aro/actions';
 import {
   type FinalizerWriter,
-  ReconcileContext,
-  Reconciler,
-  Request,
+  FinalizingReconciler,
+  type KubeApi,
+  type Released,
   Result,
   done,
   finalizersPatch,
   requeueAfter,
   withoutFinalizers,
-  reconcileFinalized,
-  requestKey,
 } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { desiredRunnerSpec, runnerScaleSetHash } from './runner-scale-set-resources';
 import {
   type AutoscalingRunnerSetReconcilerDeps,
   type AutoscalingRunnerSetReconcilerOptions,
   type ScaleSetContext,
+  type ScaleSetPass,
   scaleSetContext,
 } from './runner-scale-set-context';
 import { ListenerSync } from './listener-sync';
@@ -55,83 +53,47 @@ export type {
  * instead of a hot error loop. A scale set the service has deleted (it drops those offline for about a
  * day, upstream #3205, #3935) is created again, and the listener and runners follow the new ID.
  */
-export class AutoscalingRunnerSetReconciler implements Reconciler {
-  private readonly ctx: ScaleSetContext;
-  private readonly status: ScaleSetStatusWriter;
-  private readonly scaleSet: ScaleSetSync;
-  private readonly listener: ListenerSync;
-  private readonly runnerSet: RunnerSetSync;
-  private readonly finalizer: ScaleSetFinalizer;
-  private readonly legacyRunnerSets: LegacyRunnerSets;
-  private readonly credentialChange: CredentialChangeWatch;
-  private readonly forgottenProtection: ForgottenProtection;
+export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
+  AutoscalingRunnerSet,
+  ScaleSetContext
+> {
+  private readonly status = new ScaleSetStatusWriter(this.ctx);
+  private readonly scaleSet = new ScaleSetSync(this.ctx);
+  private readonly listener = new ListenerSync(this.ctx, this.status);
+  private readonly runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
+  private readonly finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
+  private readonly legacyRunnerSets = new LegacyRunnerSets(this.ctx);
+  private readonly credentialChange = new CredentialChangeWatch(this.ctx);
+  private readonly forgottenProtection = new ForgottenProtection(this.ctx);
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
-    this.ctx = scaleSetContext(deps, options);
-    this.status = new ScaleSetStatusWriter(this.ctx);
-    this.scaleSet = new ScaleSetSync(this.ctx);
-    this.listener = new ListenerSync(this.ctx, this.status);
-    this.runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
-    this.finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);
-    this.legacyRunnerSets = new LegacyRunnerSets(this.ctx);
-    this.credentialChange = new CredentialChangeWatch(this.ctx);
-    this.forgottenProtection = new ForgottenProtection(this.ctx);
-  }
-
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
-    const callSignal = (): AbortSignal =>
-      AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
-    return reconcileFinalized<AutoscalingRunnerSet>(req, {
-      reader: this.ctx.deps.cache,
+    const ctx = scaleSetContext(deps, options);
+    super(ctx, {
       kind: AutoscalingRunnerSetKind,
       finalizer: { name: AUTOSCALING_RUNNER_SET_FINALIZER },
-      write: this.writeFinalizers,
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, callSignal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, callSignal, log),
+      write: removingFinalizerFromLatest(ctx.client),
     });
   }
 
-  /**
-   * The finalizer's removal is patched from the set as it is now, not as the pass read it: the
-   * cleanup wrote to the set (its scale set annotations), so the version read would be refused.
-   */
-  private readonly writeFinalizers: FinalizerWriter<AutoscalingRunnerSet> = async (obj, patch, step) => {
-    const { namespace = '', name = '' } = obj.metadata ?? {};
-    const client = this.ctx.deps.client;
-    if (step === 'add')
-      return client.mergePatch<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name, patch);
-    const latest = await client.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name);
-    return client.mergePatch<AutoscalingRunnerSet>(
-      AutoscalingRunnerSetKind,
-      namespace,
-      name,
-      finalizersPatch(latest, withoutFinalizers(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
-    );
-  };
+  /** Each Actions call of a pass gets its own deadline, within the pass's signal. */
+  private callSignal(pass: ScaleSetPass): () => AbortSignal {
+    return () => AbortSignal.any([pass.signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]);
+  }
 
-  /** Everything this controller remembers of a set, dropped once the set is gone. */
-  private forget(key: string): void {
-    this.ctx.failures.forget(key);
-    this.ctx.lastChecked.delete(key);
-    this.credentialChange.forget(key);
-    this.forgottenProtection.forget(key);
-    this.scaleSet.missingReports.forget(key);
+  /** Deleting the set: see {@link ScaleSetFinalizer}. */
+  protected cleanup(deleting: ScaleSetPass): Promise<Result | Released> {
+    return this.finalizer.finalize(deleting, this.callSignal(deleting));
   }
 
   /** A live set carrying the finalizer: its scale set, its runner set, its listener. */
-  private async apply(
-    ars: AutoscalingRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    callSignal: () => AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  protected async apply(pass: ScaleSetPass): Promise<Result> {
+    const callSignal = this.callSignal(pass);
+    const { key, signal, log } = pass;
+    let ars = pass.obj;
     const { namespace: reqNamespace = '', name: reqName = '' } = ars.metadata ?? {};
     const hash = runnerScaleSetHash(ars);
     if (ars.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
+      ars = await this.ctx.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         reqNamespace,
         reqName,
@@ -152,7 +114,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       let client: Promise<ActionsServiceClient> | undefined;
       const holder = configHolderOfScaleSet(ars);
       const actions = (): Promise<ActionsServiceClient> =>
-        (client ??= this.ctx.deps.resolver.getActionsClient(holder, callSignal()));
+        (client ??= this.ctx.resolver.getActionsClient(holder, callSignal()));
       const outcome = await this.scaleSet.reconcile(ars, key, actions, callSignal, log);
       ars = outcome.ars;
       scaleSetId = outcome.scaleSetId;
@@ -160,7 +122,7 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
       if (signal.aborted) throw err;
       return this.credentialChange.remember(ars, key, await this.status.recordFailure(ars, key, err, log));
     }
-    this.credentialChange.forget(key);
+    this.credentialChange.clear(key);
     await this.status.markReady(ars, key, scaleSetId);
     await this.forgottenProtection.sweep(ars, key, log);
 
@@ -213,4 +175,25 @@ export class AutoscalingRunnerSetReconciler implements Reconciler {
     const sinceCheck = this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0);
     return requeueAfter(Math.max(1, this.ctx.opts.scaleSetCheckIntervalMs - sinceCheck));
   }
+}
+
+/**
+ * The finalizer's removal is patched from the set as it is now, not as the pass read it: the
+ * cleanup wrote to the set (its scale set annotations), so the version read would be refused.
+ */
+function removingFinalizerFromLatest(
+  client: Pick<KubeApi, 'get' | 'mergePatch'>,
+): FinalizerWriter<AutoscalingRunnerSet> {
+  return async (obj, patch, step) => {
+    const { namespace = '', name = '' } = obj.metadata ?? {};
+    if (step === 'add')
+      return client.mergePatch<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name, patch);
+    const latest = await client.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, name);
+    return client.mergePatch<AutoscalingRunnerSet>(
+      AutoscalingRunnerSetKind,
+      namespace,
+      name,
+      finalizersPatch(latest, withoutFinalizers(latest, AUTOSCALING_RUNNER_SET_FINALIZER)),
+    );
+  };
 }

@@ -1,6 +1,6 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { AutoscalingRunnerSet } from '@aro/api';
-import { type Result, SecretKind, isNotFound, requeueAfter } from '@aro/kube';
+import { type KeyedStore, type Result, SecretKind, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { ScaleSetContext } from './runner-scale-set-context';
 
@@ -29,14 +29,17 @@ interface HeldBack {
  * nothing while the set is healthy.
  */
 export class CredentialChangeWatch {
-  private readonly heldBack = new Map<string, HeldBack>();
+  private readonly heldBack: KeyedStore<HeldBack>;
 
   constructor(
-    private readonly ctx: ScaleSetContext,
+    private readonly ctx: Pick<ScaleSetContext, 'client' | 'failures' | 'memory' | 'now'>,
     private readonly recheckMs = CREDENTIAL_RECHECK_MS,
-  ) {}
+  ) {
+    this.heldBack = ctx.memory.slot('credential held back');
+  }
 
-  forget(key: string): void {
+  /** The service accepted the set: nothing is held back any more. */
+  clear(key: string): void {
     this.heldBack.delete(key);
   }
 
@@ -75,11 +78,7 @@ export class CredentialChangeWatch {
     const name = ars.spec.githubConfigSecret;
     if (!name) return undefined;
     try {
-      const secret = await this.ctx.deps.client.get<V1Secret>(
-        SecretKind,
-        ars.metadata?.namespace ?? '',
-        name,
-      );
+      const secret = await this.ctx.client.get<V1Secret>(SecretKind, ars.metadata?.namespace ?? '', name);
       return secret.metadata?.resourceVersion ?? '';
     } catch (err) {
       if (isNotFound(err)) return '';

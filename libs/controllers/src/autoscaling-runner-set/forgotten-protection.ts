@@ -1,5 +1,12 @@
 import { AutoscalingRunnerSet, CLEANUP_PROTECTION_FINALIZER, Labels, type ResourceKind } from '@aro/api';
-import { KubeObject, RoleBindingKind, RoleKind, SecretKind, ServiceAccountKind } from '@aro/kube';
+import {
+  type KeyedStore,
+  KubeObject,
+  RoleBindingKind,
+  RoleKind,
+  SecretKind,
+  ServiceAccountKind,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { MANAGER, OTHERS, release } from './cleanup-protection';
 import type { ScaleSetContext } from './runner-scale-set-context';
@@ -30,14 +37,12 @@ export function namedObjects(ars: AutoscalingRunnerSet): Set<string> {
  * counts moving wake the set far more often than a chart changes.
  */
 export class ForgottenProtection {
-  private readonly lastNamed = new Map<string, string>();
-  private readonly lastSwept = new Map<string, number>();
+  private readonly lastNamed: KeyedStore<string>;
+  private readonly lastSwept: KeyedStore<number>;
 
-  constructor(private readonly ctx: ScaleSetContext) {}
-
-  forget(key: string): void {
-    this.lastNamed.delete(key);
-    this.lastSwept.delete(key);
+  constructor(private readonly ctx: Pick<ScaleSetContext, 'client' | 'cache' | 'memory' | 'now' | 'opts'>) {
+    this.lastNamed = ctx.memory.slot('cleanup objects named');
+    this.lastSwept = ctx.memory.slot('cleanup objects swept');
   }
 
   async sweep(ars: AutoscalingRunnerSet, key: string, log: Logger): Promise<void> {
@@ -55,7 +60,7 @@ export class ForgottenProtection {
     for (const kind of KINDS) {
       let objects: KubeObject[];
       try {
-        objects = await this.ctx.deps.client.list<KubeObject>(kind, { namespace, labelSelector });
+        objects = await this.ctx.client.list<KubeObject>(kind, { namespace, labelSelector });
       } catch (err) {
         log.warn('Cannot list chart-created objects to release the protection of those dropped', {
           kind: kind.kind,
@@ -76,7 +81,7 @@ export class ForgottenProtection {
           kind: kind.kind,
           object: name,
         });
-        await release(this.ctx.deps.client, namespace, kind, object, log);
+        await release(this.ctx.client, namespace, kind, object, log);
       }
     }
   }

@@ -24,7 +24,7 @@ export class LegacyRunnerSets {
   async retire(ars: AutoscalingRunnerSet, log: Logger): Promise<boolean> {
     const namespace = ars.metadata?.namespace ?? '';
     const legacy = (
-      await this.ctx.deps.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
+      await this.ctx.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
     ).filter(
       (set) =>
         set.metadata?.name !== ars.metadata?.name &&
@@ -32,20 +32,20 @@ export class LegacyRunnerSets {
         isControlledBy(set, ars),
     );
     if (legacy.length === 0) return false;
-    const runners = await this.ctx.deps.cache.list<EphemeralRunner>(EphemeralRunnerKind, { namespace });
+    const runners = await this.ctx.cache.list<EphemeralRunner>(EphemeralRunnerKind, { namespace });
     for (const set of legacy) {
       const name = set.metadata?.name ?? '';
       const left = runners.filter((r) => isControlledBy(r, set)).length;
       try {
         if (left === 0) {
-          await this.ctx.deps.client.delete(EphemeralRunnerSetKind, namespace, name, {
+          await this.ctx.client.delete(EphemeralRunnerSetKind, namespace, name, {
             preconditions: { uid: set.metadata?.uid },
           });
           log.info('Deleted an EphemeralRunnerSet left by an earlier controller; its runners are gone', {
             ephemeralRunnerSet: name,
           });
         } else if ((set.spec.replicas ?? 0) !== 0 || (set.spec.patchID ?? 0) !== 0) {
-          await this.ctx.deps.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
+          await this.ctx.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
             spec: { replicas: 0, patchID: 0 },
           });
           log.info(

@@ -8,7 +8,7 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound, done } from '@aro/kube';
+import { Result, isAlreadyExists, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { ListenerSettings, buildAutoscalingListener, listenerNameOf } from './runner-scale-set-resources';
 import { type ScaleSetContext } from './runner-scale-set-context';
@@ -33,7 +33,7 @@ export class ListenerSync {
     const name = desired.metadata?.name ?? '';
     let current: AutoscalingListener | undefined;
     try {
-      current = await this.ctx.deps.cache.get<AutoscalingListener>(
+      current = await this.ctx.cache.get<AutoscalingListener>(
         AutoscalingListenerKind,
         this.ctx.opts.controllerNamespace,
         name,
@@ -43,13 +43,13 @@ export class ListenerSync {
     }
     if (!current) {
       try {
-        await this.ctx.deps.client.create(AutoscalingListenerKind, desired);
+        await this.ctx.client.create(AutoscalingListenerKind, desired);
         log.info('Created the AutoscalingListener', {
           listener: `${this.ctx.opts.controllerNamespace}/${name}`,
         });
       } catch (err) {
         // Still being deleted after a change: the next pass creates it.
-        if (!(err instanceof Error && /already exists|AlreadyExists/.test(err.message))) throw err;
+        if (!isAlreadyExists(err)) throw err;
       }
       return;
     }
@@ -66,7 +66,7 @@ export class ListenerSync {
   async delete(ars: AutoscalingRunnerSet, log: Logger): Promise<boolean> {
     const name = listenerNameOf(ars);
     try {
-      await this.ctx.deps.client.delete(AutoscalingListenerKind, this.ctx.opts.controllerNamespace, name);
+      await this.ctx.client.delete(AutoscalingListenerKind, this.ctx.opts.controllerNamespace, name);
       log.debug('Deleted the listener', { listener: name });
       return true;
     } catch (err) {
@@ -88,7 +88,7 @@ export class ListenerSync {
       log.warn('Cannot create the listener of the scale set', {
         reason: ScaleSetReasons.listenerImageMissing,
       });
-      this.ctx.deps.events?.record(ars, 'Warning', ScaleSetReasons.listenerImageMissing, message);
+      this.ctx.events?.record(ars, 'Warning', ScaleSetReasons.listenerImageMissing, message);
       await this.status.patchStatus(ars, {
         conditions: setCondition(
           ars.status?.conditions,

@@ -1,6 +1,7 @@
-import { ExponentialBackoffRateLimiter } from '@aro/kube';
+import { ExponentialBackoffRateLimiter, type KeyedStore, type Pass } from '@aro/kube';
+import type { AutoscalingRunnerSet } from '@aro/api';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
  * What the parts of the AutoscalingRunnerSet reconciler share: its dependencies, its settings with
  * their defaults, and per set the failures in a row (the backoff) and when the service was last
@@ -32,14 +33,15 @@ export interface AutoscalingRunnerSetReconcilerOptions {
 
 export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
 
-export interface ScaleSetContext {
-  deps: AutoscalingRunnerSetReconcilerDeps;
+/** One pass of one AutoscalingRunnerSet. */
+export type ScaleSetPass = Pass<AutoscalingRunnerSet>;
+
+export interface ScaleSetContext extends ScaleSetPorts {
   opts: Required<AutoscalingRunnerSetReconcilerOptions>;
-  now: () => number;
   /** Per set: failures in a row to reach the service, and the wait before the next attempt. */
   failures: ExponentialBackoffRateLimiter;
   /** Per set: when the service last said the scale set exists. */
-  lastChecked: Map<string, number>;
+  lastChecked: KeyedStore<number>;
 }
 
 export function scaleSetContext(
@@ -59,11 +61,12 @@ export function scaleSetContext(
     drainPollMs: options.drainPollMs ?? 1_000,
     actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
   };
+  const ports = scaleSetPorts(deps);
+  const failures = ports.memory.slot<number>('service failures');
   return {
-    deps,
+    ...ports,
     opts,
-    now: deps.now ?? Date.now,
-    failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs),
-    lastChecked: new Map(),
+    failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs, failures),
+    lastChecked: ports.memory.slot('scale set checked'),
   };
 }

@@ -32,10 +32,10 @@ export class RunnerSetSync {
     const name = ars.metadata?.name ?? '';
     let runnerSet: EphemeralRunnerSet;
     try {
-      runnerSet = await this.ctx.deps.cache.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, name);
+      runnerSet = await this.ctx.cache.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      await this.ctx.deps.client.create(
+      await this.ctx.client.create(
         EphemeralRunnerSetKind,
         buildEphemeralRunnerSet(ars, scaleSetId, this.ctx.opts.excludeLabelPropagationPrefixes),
       );
@@ -52,7 +52,7 @@ export class RunnerSetSync {
       ars.spec.ephemeralRunnerMetadata ?? {},
     );
     if (labelsDiffer || annotationsDiffer || runnerMetaDiffers) {
-      runnerSet = await this.ctx.deps.client.mergePatch<EphemeralRunnerSet>(
+      runnerSet = await this.ctx.client.mergePatch<EphemeralRunnerSet>(
         EphemeralRunnerSetKind,
         namespace,
         name,
@@ -81,7 +81,7 @@ export class RunnerSetSync {
     log.info('Draining runners before updating the runner spec', { pendingOrRunning: busy });
     const draining = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
     if (draining?.reason !== ScaleSetReasons.drainingForUpdate) {
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         ars,
         'Normal',
         ScaleSetReasons.drainingForUpdate,
@@ -90,7 +90,7 @@ export class RunnerSetSync {
     }
     await this.listener.delete(ars, log);
     if ((runnerSet.spec.replicas ?? 0) !== 0 || runnerSet.spec.patchID !== 0) {
-      await this.ctx.deps.client.mergePatch(
+      await this.ctx.client.mergePatch(
         EphemeralRunnerSetKind,
         runnerSet.metadata?.namespace ?? '',
         runnerSet.metadata?.name ?? '',
@@ -109,12 +109,12 @@ export class RunnerSetSync {
     log: Logger,
   ): Promise<void> {
     // A PUT, not a merge patch: fields removed from the template must go from the runner spec too.
-    const live = await this.ctx.deps.client.get<EphemeralRunnerSet>(
+    const live = await this.ctx.client.get<EphemeralRunnerSet>(
       EphemeralRunnerSetKind,
       runnerSet.metadata?.namespace ?? '',
       runnerSet.metadata?.name ?? '',
     );
-    await this.ctx.deps.client.replace(EphemeralRunnerSetKind, {
+    await this.ctx.client.replace(EphemeralRunnerSetKind, {
       ...live,
       spec: { ...live.spec, ephemeralRunnerSpec: spec },
     });

@@ -23,7 +23,7 @@ import { removeCleanupProtection } from './cleanup-protection';
 import { classifyScaleSetFailure } from './failure-reasons';
 import { listenerNameOf, scaleSetIdOf } from './runner-scale-set-resources';
 import { runnerGroupId } from './scale-set-registration';
-import { type ScaleSetContext } from './runner-scale-set-context';
+import type { ScaleSetContext, ScaleSetPass } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
 
@@ -40,10 +40,8 @@ export class ScaleSetFinalizer {
    * protection on the objects it created for this set, then the finalizer.
    */
   async finalize(
-    ars: AutoscalingRunnerSet,
-    key: string,
+    { obj: ars, key, log }: ScaleSetPass,
     callSignal: () => AbortSignal,
-    log: Logger,
   ): Promise<Result | Released> {
     const namespace = ars.metadata?.namespace ?? '';
     const name = ars.metadata?.name ?? '';
@@ -54,20 +52,17 @@ export class ScaleSetFinalizer {
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     if (await this.exists(EphemeralRunnerSetKind, namespace, name)) {
-      await deleteIgnoringNotFound(this.ctx.deps.client, EphemeralRunnerSetKind, namespace, name);
+      await deleteIgnoringNotFound(this.ctx.client, EphemeralRunnerSetKind, namespace, name);
       log.info('Waiting for the EphemeralRunnerSet and its runners to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     const id = scaleSetIdOf(ars) || (await this.scaleSetOfDeletedSet(ars, callSignal, log));
     if (id !== 0) {
       try {
-        const client = await this.ctx.deps.resolver.getActionsClient(
-          configHolderOfScaleSet(ars),
-          callSignal(),
-        );
+        const client = await this.ctx.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
         await client.deleteRunnerScaleSet(id, { signal: callSignal() });
         log.info('Deleted the runner scale set from the Actions service', { scaleSetId: id });
-        this.ctx.deps.events?.record(
+        this.ctx.events?.record(
           ars,
           'Normal',
           ScaleSetReasons.scaleSetDeleted,
@@ -79,13 +74,13 @@ export class ScaleSetFinalizer {
       }
       // Both go: a pass after this one (the cleanup protection below can be cut short) must see a set
       // with no scale set left, not one that lost its ID and would be looked up by name.
-      await this.ctx.deps.client.mergePatch(AutoscalingRunnerSetKind, namespace, name, {
+      await this.ctx.client.mergePatch(AutoscalingRunnerSetKind, namespace, name, {
         metadata: {
           annotations: { [Annotations.runnerScaleSetId]: null, [Annotations.runnerScaleSetName]: null },
         },
       });
     }
-    await removeCleanupProtection(this.ctx.deps.client, ars, log);
+    await removeCleanupProtection(this.ctx.client, ars, log);
     log.info('Everything the deleted AutoscalingRunnerSet held is released; removing its finalizer');
     return released();
   }
@@ -107,7 +102,7 @@ export class ScaleSetFinalizer {
     if (!registeredName) return 0;
     const group = ars.metadata?.annotations?.[Annotations.runnerGroupName] ?? ars.spec.runnerGroup;
     try {
-      const client = await this.ctx.deps.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
+      const client = await this.ctx.resolver.getActionsClient(configHolderOfScaleSet(ars), callSignal());
       const groupId = await runnerGroupId(
         client,
         group?.toLowerCase() === DEFAULT_RUNNER_GROUP.toLowerCase() ? undefined : group,
@@ -128,7 +123,7 @@ export class ScaleSetFinalizer {
         scaleSetName: registeredName,
         err: failure.message,
       });
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         ars,
         'Warning',
         failure.reason,
@@ -139,6 +134,6 @@ export class ScaleSetFinalizer {
   }
 
   private async exists(kind: ResourceKind, namespace: string, name: string): Promise<boolean> {
-    return (await getIgnoringNotFound(this.ctx.deps.client, kind, namespace, name)) !== undefined;
+    return (await getIgnoringNotFound(this.ctx.client, kind, namespace, name)) !== undefined;
   }
 }

@@ -1,4 +1,5 @@
 import { Annotations, AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import type { KeyedStore } from '@aro/kube';
 import type { ScaleSetContext } from './runner-scale-set-context';
 
 /**
@@ -9,18 +10,20 @@ import type { ScaleSetContext } from './runner-scale-set-context';
  * listener wrong about a scale set the service does have) costs one lookup, not one per pass.
  */
 export class ScaleSetMissingReports {
-  private readonly checked = new Map<string, number>();
-
-  forget(key: string): void {
-    this.checked.delete(key);
-  }
+  /** `checked` is a slot of the reconciler's per-set memory: it goes when the set does. */
+  constructor(private readonly checked: KeyedStore<number>) {}
 
   /** Whether the listener reported scale set `id` missing and that report has not been checked yet. */
-  async reported(ctx: ScaleSetContext, ars: AutoscalingRunnerSet, key: string, id: number): Promise<boolean> {
+  async reported(
+    ctx: Pick<ScaleSetContext, 'cache'>,
+    ars: AutoscalingRunnerSet,
+    key: string,
+    id: number,
+  ): Promise<boolean> {
     if (this.checked.get(key) === id) return false;
     let runnerSet: EphemeralRunnerSet;
     try {
-      runnerSet = await ctx.deps.cache.get<EphemeralRunnerSet>(
+      runnerSet = await ctx.cache.get<EphemeralRunnerSet>(
         EphemeralRunnerSetKind,
         ars.metadata?.namespace ?? '',
         ars.metadata?.name ?? '',

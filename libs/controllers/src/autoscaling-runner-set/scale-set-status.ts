@@ -34,7 +34,7 @@ export class ScaleSetStatusWriter {
     });
     const previous = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
     if (previous?.reason !== failure.reason || previous.message !== failure.message || attempts === 1) {
-      this.ctx.deps.events?.record(ars, 'Warning', failure.reason, failure.message);
+      this.ctx.events?.record(ars, 'Warning', failure.reason, failure.message);
     }
     await this.patchStatus(ars, {
       conditions: setCondition(
@@ -99,7 +99,7 @@ export class ScaleSetStatusWriter {
       if (version?.status !== next.status)
         conditions = setCondition(conditions, next, new Date(this.ctx.now()));
       if (outdated && version?.status !== 'False') {
-        this.ctx.deps.events?.record(
+        this.ctx.events?.record(
           ars,
           'Warning',
           ScaleSetReasons.outdated,
@@ -126,7 +126,7 @@ export class ScaleSetStatusWriter {
     const differs = Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v));
     if (!differs) return;
     try {
-      const updated = await this.ctx.deps.client.mergePatchStatus<AutoscalingRunnerSet>(
+      const updated = await this.ctx.client.mergePatchStatus<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         ars.metadata?.namespace ?? '',
         ars.metadata?.name ?? '',

@@ -14,9 +14,11 @@ import { githubUrlLabels } from '../shared/scale-set-labels';
 
 export class ScaleSetSync {
   /** The listener's reports of a scale set gone from the service (scale-set-missing.ts). */
-  readonly missingReports = new ScaleSetMissingReports();
+  private readonly missingReports: ScaleSetMissingReports;
 
-  constructor(private readonly ctx: ScaleSetContext) {}
+  constructor(private readonly ctx: ScaleSetContext) {
+    this.missingReports = new ScaleSetMissingReports(ctx.memory.slot('missing reports checked'));
+  }
 
   /**
    * Creates or adopts the scale set, checks now and then that the service still has it (and creates
@@ -41,7 +43,7 @@ export class ScaleSetSync {
       this.ctx.lastChecked.set(key, this.ctx.now());
       if (!found) {
         log.warn('The Actions service no longer has the scale set; creating it again', { scaleSetId: id });
-        this.ctx.deps.events?.record(
+        this.ctx.events?.record(
           ars,
           'Warning',
           ScaleSetReasons.scaleSetRecreated,
@@ -54,19 +56,19 @@ export class ScaleSetSync {
       const client = await actions();
       const group = await runnerGroupId(client, ars.spec.runnerGroup, callSignal());
       const { scaleSet, created } = await findOrCreateScaleSet(client, ars, group.id, callSignal());
-      if (!created) await refuseClaimedScaleSet(this.ctx.deps.cache, ars, scaleSet, group.name);
+      if (!created) await refuseClaimedScaleSet(this.ctx.cache, ars, scaleSet, group.name);
       this.ctx.lastChecked.set(key, this.ctx.now());
       log.info(created ? 'Created the runner scale set' : 'Adopted an existing runner scale set', {
         scaleSetId: scaleSet.id,
         runnerGroup: group.name,
       });
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         ars,
         'Normal',
         created ? ScaleSetReasons.scaleSetCreated : ScaleSetReasons.scaleSetAdopted,
         `Runner scale set ${scaleSet.name} (ID ${scaleSet.id}) in runner group ${group.name}`,
       );
-      const updated = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
+      const updated = await this.ctx.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         namespace,
         name,
@@ -91,13 +93,13 @@ export class ScaleSetSync {
       const group = await runnerGroupId(client, ars.spec.runnerGroup, callSignal());
       await client.updateRunnerScaleSet(id, { runnerGroupId: group.id }, { signal: callSignal() });
       log.info('Moved the scale set to another runner group', { scaleSetId: id, runnerGroup: wantGroup });
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         ars,
         'Normal',
         ScaleSetReasons.scaleSetUpdated,
         `Runner scale set ${id} moved to runner group ${wantGroup}`,
       );
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
+      ars = await this.ctx.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         namespace,
         name,
@@ -110,13 +112,13 @@ export class ScaleSetSync {
     if ((ars.metadata?.annotations?.[Annotations.runnerScaleSetName] ?? '') !== wantName) {
       await (await actions()).updateRunnerScaleSet(id, { name: wantName }, { signal: callSignal() });
       log.info('Renamed the scale set', { scaleSetId: id, name: wantName });
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         ars,
         'Normal',
         ScaleSetReasons.scaleSetUpdated,
         `Runner scale set ${id} renamed to ${wantName}`,
       );
-      ars = await this.ctx.deps.client.mergePatch<AutoscalingRunnerSet>(
+      ars = await this.ctx.client.mergePatch<AutoscalingRunnerSet>(
         AutoscalingRunnerSetKind,
         namespace,
         name,

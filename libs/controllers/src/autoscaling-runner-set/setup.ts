@@ -4,8 +4,12 @@ import {
   AutoscalingRunnerSetKind,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { ControllerBuilder, resourceVersionChangedPredicate } from '@aro/kube';
-import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
+import {
+  type ControllerParts,
+  type EventsMode,
+  completeController,
+  scaleSetReconcilerDeps,
+} from '../shared/controller-parts';
 import {
   AutoscalingRunnerSetReconciler,
   type AutoscalingRunnerSetReconcilerOptions,
@@ -14,6 +18,12 @@ import {
 export interface AutoscalingRunnerSetControllerConfig extends AutoscalingRunnerSetReconcilerOptions {
   maxConcurrentReconciles?: number;
   events?: EventsMode;
+}
+
+/** The set a listener belongs to, from its spec (it lives in the controller namespace, unowned). */
+function scaleSetOfListener(listener: AutoscalingListener): Array<{ namespace: string; name: string }> {
+  const name = listener.spec?.autoscalingRunnerSetName;
+  return name ? [{ namespace: listener.spec.autoscalingRunnerSetNamespace ?? '', name }] : [];
 }
 
 /**
@@ -25,22 +35,15 @@ export function setupAutoscalingRunnerSetController(
   parts: ControllerParts,
   config: AutoscalingRunnerSetControllerConfig,
 ): AutoscalingRunnerSetReconciler {
-  const reconciler = new AutoscalingRunnerSetReconciler(scaleSetReconcilerDeps(parts, config.events), config);
-  new ControllerBuilder(parts.manager, 'autoscalingrunnerset')
-    .for(AutoscalingRunnerSetKind)
-    .owns(EphemeralRunnerSetKind)
-    .watches<AutoscalingListener>(AutoscalingListenerKind, (listener) =>
-      listener.spec?.autoscalingRunnerSetName
-        ? [
-            {
-              namespace: listener.spec.autoscalingRunnerSetNamespace ?? '',
-              name: listener.spec.autoscalingRunnerSetName,
-            },
-          ]
-        : [],
-    )
-    .withEventFilter(resourceVersionChangedPredicate)
-    .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 1 })
-    .complete(reconciler);
-  return reconciler;
+  return completeController(
+    parts.manager,
+    'autoscalingrunnerset',
+    new AutoscalingRunnerSetReconciler(scaleSetReconcilerDeps(parts, config.events), config),
+    (watch) =>
+      watch
+        .for(AutoscalingRunnerSetKind)
+        .owns(EphemeralRunnerSetKind)
+        .watches<AutoscalingListener>(AutoscalingListenerKind, scaleSetOfListener),
+    config.maxConcurrentReconciles ?? 1,
+  );
 }

@@ -6,22 +6,13 @@ import {
   EphemeralRunnerSetPhase,
   integrityHash,
 } from '@aro/api';
-import {
-  ReconcileContext,
-  Reconciler,
-  Request,
-  Result,
-  patchingFinalizers,
-  requeueAfter,
-  reconcileFinalized,
-  requestKey,
-} from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { FinalizingReconciler, type Pass, type Released, Result, requeueAfter } from '@aro/kube';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
   type EphemeralRunnerSetReconcilerOptions,
   type RunnerSetContext,
+  type RunnerSetPass,
   ownedRunners,
   runnerSetContext,
 } from './runner-set-context';
@@ -58,93 +49,68 @@ export type {
  * The set's spec is the listener's: this controller never patches it, only its status, finalizer and
  * integrity-hash annotation.
  */
-export class EphemeralRunnerSetReconciler implements Reconciler {
-  private readonly ctx: RunnerSetContext;
-  private readonly status: RunnerSetStatusWriter;
-  private readonly proxySecret: RunnerProxySecret;
-  private readonly scaling: RunnerSetScaling;
-  private readonly transitions: RunnerSetTransitions;
-  private readonly finalizer: RunnerSetFinalizer;
-  private readonly failureCondition = new RunnerFailureCondition();
+export class EphemeralRunnerSetReconciler extends FinalizingReconciler<EphemeralRunnerSet, RunnerSetContext> {
+  private readonly removal = new RunnerRemoval(this.ctx);
+  private readonly status = new RunnerSetStatusWriter(this.ctx);
+  private readonly proxySecret = new RunnerProxySecret(this.ctx);
+  private readonly scaling = new RunnerSetScaling(this.ctx, this.removal);
+  private readonly transitions = new RunnerSetTransitions(
+    this.ctx,
+    this.removal,
+    this.proxySecret,
+    this.status,
+  );
+  private readonly finalizer = new RunnerSetFinalizer(this.ctx, this.removal, this.status);
+  private readonly failureCondition = new RunnerFailureCondition(this.ctx.memory.slot('runner failures'));
 
   constructor(deps: EphemeralRunnerSetReconcilerDeps, options: EphemeralRunnerSetReconcilerOptions = {}) {
-    this.ctx = runnerSetContext(deps, options);
-    const removal = new RunnerRemoval(this.ctx);
-    this.status = new RunnerSetStatusWriter(this.ctx);
-    this.proxySecret = new RunnerProxySecret(this.ctx);
-    this.scaling = new RunnerSetScaling(this.ctx, removal);
-    this.transitions = new RunnerSetTransitions(this.ctx, removal, this.proxySecret, this.status);
-    this.finalizer = new RunnerSetFinalizer(this.ctx, removal, this.status);
-  }
-
-  reconcile(req: Request, { signal, log }: ReconcileContext): Promise<Result> {
-    const key = requestKey(req);
-    return reconcileFinalized<EphemeralRunnerSet>(req, {
-      reader: this.ctx.deps.cache,
+    super(runnerSetContext(deps, options), {
       kind: EphemeralRunnerSetKind,
       finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
-      write: patchingFinalizers(this.ctx.deps.client, EphemeralRunnerSetKind),
-      forget: (gone) => this.forget(gone),
-      apply: (live) => this.apply(live, key, signal, log),
-      cleanup: (deleting) => this.finalizer.finalize(deleting, key, signal, log),
     });
   }
 
-  /** Everything this controller remembers of a set, dropped once the set is gone. */
-  private forget(key: string): void {
-    this.ctx.deps.metrics?.forget(key);
-    this.ctx.expectations.forget(key);
-    this.ctx.failureBackoff.delete(key);
-    this.failureCondition.forget(key);
-    this.status.forget(key);
+  /** Deleting the set: see {@link RunnerSetFinalizer}. */
+  protected cleanup(deleting: Pass<EphemeralRunnerSet>): Promise<Result | Released> {
+    return this.finalizer.finalize(deleting);
   }
 
   /** A live set carrying the finalizer: its runners at the count asked for, its spec rolled out. */
-  private async apply(
-    set: EphemeralRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
-    const behindMs = this.status.behindMs(key, set.metadata?.resourceVersion);
+  protected async apply(live: Pass<EphemeralRunnerSet>): Promise<Result> {
+    const { key, log } = live;
+    const behindMs = this.status.behindMs(key, live.obj.metadata?.resourceVersion);
     if (behindMs > 0) {
       // The cached set predates our last status write (its phase may be stale): its event is coming.
       log.debug('Waiting for the cache to show the status written last pass');
       return requeueAfter(Math.min(behindMs, 1_000));
     }
-    const runners = await ownedRunners(this.ctx, set);
+    const runners = await ownedRunners(this.ctx.cache, live.obj);
     const waitMs = this.ctx.expectations.pendingMs(key, runners);
     if (waitMs > 0) {
       // Our last pass's creations or deletions are not in the cache yet: counting now would double them.
       log.debug('Waiting for the cache to show the runners created or deleted last pass');
       return requeueAfter(Math.min(waitMs, 1_000));
     }
-    const states = runnersByState(runners);
-    this.status.publishCounts(set, key, states);
+    let pass: RunnerSetPass = { ...live, states: runnersByState(runners) };
+    this.status.publishCounts(pass);
 
-    const hash = integrityHash(set.spec.ephemeralRunnerSpec);
-    if (isUpstreamIntegrityHash(set.metadata?.annotations?.[Annotations.integrityHash])) {
-      set = await adoptUpstreamRunnerSet(this.ctx, set, hash, log);
+    const hash = integrityHash(pass.obj.spec.ephemeralRunnerSpec);
+    if (isUpstreamIntegrityHash(pass.obj.metadata?.annotations?.[Annotations.integrityHash])) {
+      pass = { ...pass, obj: await adoptUpstreamRunnerSet(this.ctx.client, pass, hash) };
     }
-    if (set.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
-      return this.transitions.rollOutSpec(set, key, states, hash, signal, log);
+    if (pass.obj.metadata?.annotations?.[Annotations.integrityHash] !== hash) {
+      return this.transitions.rollOutSpec(pass, hash);
     }
 
-    await this.proxySecret.reconcile(set, signal, log, { specChanged: false });
+    await this.proxySecret.reconcile(pass, { specChanged: false });
 
-    const outdated = states.outdated.length > 0 || set.status?.phase === EphemeralRunnerSetPhase.Outdated;
-    if (outdated) return this.transitions.rest(set, key, states, signal, log);
+    const outdated =
+      pass.states.outdated.length > 0 || pass.obj.status?.phase === EphemeralRunnerSetPhase.Outdated;
+    if (outdated) return this.transitions.rest(pass);
 
-    const runnersHealthy = this.failureCondition.observe(set, key, states);
-    const result = await this.scaling.scale(set, key, states, signal, log);
-    await this.status.updateStatus(
-      set,
-      states,
-      EphemeralRunnerSetPhase.Running,
-      log,
-      undefined,
-      runnersHealthy,
-    );
+    const runnersHealthy = this.failureCondition.observe(pass);
+    const result = await this.scaling.scale(pass);
+    await this.status.updateStatus(pass, EphemeralRunnerSetPhase.Running, undefined, runnersHealthy);
     return result;
   }
 }

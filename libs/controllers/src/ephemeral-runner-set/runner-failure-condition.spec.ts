@@ -1,6 +1,6 @@
 import type { EphemeralRunner, EphemeralRunnerSet } from '@aro/api';
 import { RunnerFailureCondition, mirroredRunnersHealthy } from './runner-failure-condition';
-import { runnersByState } from './runner-states';
+import { type RunnersByState, runnersByState } from './runner-states';
 
 const failed = (uid: string, reason: string): EphemeralRunner =>
   ({
@@ -17,20 +17,26 @@ const ready = (uid: string): EphemeralRunner =>
 const set = (conditions?: EphemeralRunnerSet['status'] extends infer S ? S : never): EphemeralRunnerSet =>
   ({ metadata: { name: 's' }, spec: {}, status: conditions }) as unknown as EphemeralRunnerSet;
 
+const passOf = (obj: EphemeralRunnerSet, key: string, states: RunnersByState) => ({ obj, key, states });
+
 describe('RunnerFailureCondition', () => {
   it('counts each failed runner once, per reason, and clears when a runner comes up', () => {
     const tracker = new RunnerFailureCondition();
-    const first = tracker.observe(set(), 'ns/s', runnersByState([failed('a', 'ImagePullBackOff')]));
+    const first = tracker.observe(passOf(set(), 'ns/s', runnersByState([failed('a', 'ImagePullBackOff')])));
     expect(first).toMatchObject({ status: 'False', reason: 'ImagePullBackOff' });
     expect(first?.message).toMatch(/^1 runner failed with ImagePullBackOff/);
     // Seen again while it is still listed: nothing new.
-    expect(tracker.observe(set(), 'ns/s', runnersByState([failed('a', 'ImagePullBackOff')]))).toBeUndefined();
-    const second = tracker.observe(set(), 'ns/s', runnersByState([failed('b', 'ImagePullBackOff')]));
+    expect(
+      tracker.observe(passOf(set(), 'ns/s', runnersByState([failed('a', 'ImagePullBackOff')]))),
+    ).toBeUndefined();
+    const second = tracker.observe(passOf(set(), 'ns/s', runnersByState([failed('b', 'ImagePullBackOff')])));
     expect(second?.message).toMatch(/^2 runners failed with ImagePullBackOff.*r-b: ImagePullBackOff for b/);
     const cleared = tracker.observe(
-      set({ conditions: [{ ...second!, type: 'RunnersHealthy' }] } as never),
-      'ns/s',
-      runnersByState([ready('c')]),
+      passOf(
+        set({ conditions: [{ ...second!, type: 'RunnersHealthy' }] } as never),
+        'ns/s',
+        runnersByState([ready('c')]),
+      ),
     );
     expect(cleared).toMatchObject({ status: 'True', reason: 'RunnerReady' });
   });
@@ -47,9 +53,7 @@ describe('RunnerFailureCondition', () => {
       ],
     } as never);
     const next = new RunnerFailureCondition().observe(
-      existing,
-      'ns/s',
-      runnersByState([failed('z', 'InvalidImageName')]),
+      passOf(existing, 'ns/s', runnersByState([failed('z', 'InvalidImageName')])),
     );
     expect(next?.message).toMatch(/^5 runners failed/);
   });

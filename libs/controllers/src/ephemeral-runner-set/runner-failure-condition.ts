@@ -1,5 +1,6 @@
-import type { EphemeralRunner, EphemeralRunnerSet, ScaleSetCondition } from '@aro/api';
-import type { RunnersByState } from './runner-states';
+import type { EphemeralRunner, ScaleSetCondition } from '@aro/api';
+import type { KeyedStore } from '@aro/kube';
+import type { RunnerSetPass } from './runner-set-context';
 import { findCondition, setCondition } from '../shared/conditions';
 
 /**
@@ -16,7 +17,7 @@ type ConditionChange = Omit<ScaleSetCondition, 'lastTransitionTime'>;
 
 const COUNT_PREFIX = /^(\d+) runners? failed/;
 
-interface SetFailures {
+export interface SetFailures {
   /** Failed runners already counted (by UID): a runner is counted once however many passes see it. */
   counted: Set<string>;
   /** Runners failed per reason since a runner last came up. */
@@ -35,14 +36,15 @@ function failureMessage(count: number, reason: string, last: EphemeralRunner): s
  * its runner counts anyway.
  */
 export class RunnerFailureCondition {
-  private readonly sets = new Map<string, SetFailures>();
-
-  forget(key: string): void {
-    this.sets.delete(key);
-  }
+  /** `sets` is a slot of the reconciler's per-set memory: the counts go when the set does. */
+  constructor(private readonly sets: KeyedStore<SetFailures> = new Map<string, SetFailures>()) {}
 
   /** The condition change this pass calls for, or undefined to leave the set's conditions as they are. */
-  observe(set: EphemeralRunnerSet, key: string, states: RunnersByState): ConditionChange | undefined {
+  observe({
+    obj: set,
+    key,
+    states,
+  }: Pick<RunnerSetPass, 'obj' | 'key' | 'states'>): ConditionChange | undefined {
     const current = findCondition(set.status?.conditions, RUNNERS_HEALTHY_CONDITION);
     let entry = this.sets.get(key);
     if (!entry) {

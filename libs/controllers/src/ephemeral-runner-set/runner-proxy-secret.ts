@@ -1,14 +1,13 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
+import { runnerProxySecretName } from '@aro/api';
 import { SecretKind, isNotFound, deleteIgnoringNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
 import { isDeepStrictEqual } from 'node:util';
 import { buildRunnerProxySecret, proxySecretData } from './runner-set-resources';
-import { type RunnerSetContext } from './runner-set-context';
+import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 
 export class RunnerProxySecret {
-  constructor(private readonly ctx: RunnerSetContext) {}
+  constructor(private readonly ctx: Pick<RunnerSetContext, 'client' | 'resolver'>) {}
 
   /**
    * The Secret the runner pods read their proxy variables from, kept equal to the set's proxy with
@@ -20,9 +19,7 @@ export class RunnerProxySecret {
    * rollout stores the new spec hash only after this ran, so a crash in between repeats the lookup.
    */
   async reconcile(
-    set: EphemeralRunnerSet,
-    signal: AbortSignal,
-    log: Logger,
+    { obj: set, signal, log }: Pick<RunnerSetPass, 'obj' | 'signal' | 'log'>,
     { specChanged }: { specChanged: boolean },
   ): Promise<void> {
     const namespace = set.metadata?.namespace ?? '';
@@ -31,19 +28,19 @@ export class RunnerProxySecret {
     if (!proxy && !specChanged) return;
     let existing: V1Secret | undefined;
     try {
-      existing = await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name);
+      existing = await this.ctx.client.get<V1Secret>(SecretKind, namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
     if (!proxy) {
-      if (existing) await deleteIgnoringNotFound(this.ctx.deps.client, SecretKind, namespace, name);
+      if (existing) await deleteIgnoringNotFound(this.ctx.client, SecretKind, namespace, name);
       return;
     }
-    const settings = await this.ctx.deps.resolver.getProxySettings(configHolderOfRunnerSet(set), signal);
+    const settings = await this.ctx.resolver.getProxySettings(configHolderOfRunnerSet(set), signal);
     const data = proxySecretData(settings);
     const desired = buildRunnerProxySecret(set, data);
     if (!existing) {
-      await this.ctx.deps.client.create(SecretKind, desired);
+      await this.ctx.client.create(SecretKind, desired);
       log.info('Created the runner proxy secret', { secret: name });
       return;
     }
@@ -51,7 +48,7 @@ export class RunnerProxySecret {
       Object.entries(existing.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
     );
     if (!isDeepStrictEqual(current, data)) {
-      await this.ctx.deps.client.replace(SecretKind, {
+      await this.ctx.client.replace(SecretKind, {
         ...desired,
         metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion },
       });

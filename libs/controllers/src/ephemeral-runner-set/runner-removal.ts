@@ -1,10 +1,9 @@
-import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, hasJob } from '@aro/api';
+import { EphemeralRunner, EphemeralRunnerKind, hasJob } from '@aro/api';
 import { isActionsNotFound, isJobStillRunning } from '@aro/actions';
 import { isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { configHolderOfRunnerSet } from '@aro/secrets';
-import { RunnersByState, idleRunnerCandidates } from './runner-states';
-import type { RunnerSetContext } from './runner-set-context';
+import { idleRunnerCandidates } from './runner-states';
+import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import { describeError } from '../shared/describe-error';
 
 /**
@@ -12,16 +11,13 @@ import { describeError } from '../shared/describe-error';
  * service could still give a job to is never deleted, and one the service says is busy stays.
  */
 export class RunnerRemoval {
-  constructor(private readonly ctx: RunnerSetContext) {}
+  constructor(
+    private readonly ctx: Pick<RunnerSetContext, 'client' | 'resolver' | 'expectations' | 'opts'>,
+  ) {}
 
   /** Finished runners are removed at once: they hold nothing, and upstream's wait for the next patch only delays their cleanup. */
-  async deleteFinished(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    log: Logger,
-  ): Promise<void> {
-    for (const runner of states.succeeded) await this.deleteRunner(set, key, runner, log, 'finished');
+  async deleteFinished(pass: RunnerSetPass): Promise<void> {
+    for (const runner of pass.states.succeeded) await this.deleteRunner(pass, runner, 'finished');
   }
 
   /**
@@ -29,25 +25,19 @@ export class RunnerRemoval {
    * can no longer be given a job, so the delete that follows cannot kill one. A runner the service
    * says is executing a job stays (the listener's job-started patch may simply not have arrived).
    */
-  async deleteIdleRunners(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    count: number,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<void> {
+  async deleteIdleRunners(pass: RunnerSetPass, count: number): Promise<void> {
+    const { key, log } = pass;
     let deleted = 0;
     const failures: string[] = [];
-    for (const runner of idleRunnerCandidates(states)) {
+    for (const runner of idleRunnerCandidates(pass.states)) {
       if (deleted >= count) break;
-      const released = await this.releaseRegistration(set, runner, signal, log);
+      const released = await this.releaseRegistration(pass, runner);
       if (released === 'busy') continue;
       if (released === 'error') {
         failures.push(runner.metadata?.name ?? '');
         continue;
       }
-      await this.deleteRunner(set, key, runner, log, 'scale-down');
+      await this.deleteRunner(pass, runner, 'scale-down');
       deleted++;
     }
     log.info('Scaled down idle runners', { wanted: count, deleted });
@@ -63,17 +53,12 @@ export class RunnerRemoval {
    * after their registration. Unregistered runners are deleted directly: their own finalizer removes
    * whatever registration they get. Runners with a job are left to finish it.
    */
-  async releaseAndDeleteAll(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<{ withJob: number; releasedIdle: number }> {
+  async releaseAndDeleteAll(pass: RunnerSetPass): Promise<{ withJob: number; releasedIdle: number }> {
+    const { states } = pass;
     let remaining = 0;
     let releasedIdle = 0;
     for (const runner of [...states.succeeded, ...states.failed, ...states.outdated]) {
-      await this.deleteRunner(set, key, runner, log, 'done');
+      await this.deleteRunner(pass, runner, 'done');
     }
     for (const runner of [...states.pending, ...states.running]) {
       if (hasJob(runner)) {
@@ -81,27 +66,25 @@ export class RunnerRemoval {
         continue;
       }
       if ((runner.status?.runnerId ?? 0) !== 0) {
-        const released = await this.releaseRegistration(set, runner, signal, log);
+        const released = await this.releaseRegistration(pass, runner);
         if (released !== 'released') {
           remaining++;
           continue;
         }
       }
-      await this.deleteRunner(set, key, runner, log, 'cleanup');
+      await this.deleteRunner(pass, runner, 'cleanup');
       releasedIdle++;
     }
     return { withJob: remaining, releasedIdle };
   }
 
   private async releaseRegistration(
-    set: EphemeralRunnerSet,
+    { obj: set, signal, log }: RunnerSetPass,
     runner: EphemeralRunner,
-    signal: AbortSignal,
-    log: Logger,
   ): Promise<'released' | 'busy' | 'error'> {
     const runnerId = runner.status?.runnerId ?? 0;
     try {
-      const client = await this.ctx.deps.resolver.getActionsClient(configHolderOfRunnerSet(set), signal);
+      const client = await this.ctx.resolver.getActionsClient(configHolderOfRunnerSet(set), signal);
       await client.removeRunner(runnerId, {
         signal: AbortSignal.any([signal, AbortSignal.timeout(this.ctx.opts.actionsCallTimeoutMs)]),
       });
@@ -125,15 +108,13 @@ export class RunnerRemoval {
   }
 
   async deleteRunner(
-    set: EphemeralRunnerSet,
-    key: string,
+    { obj: set, key, log }: Pick<RunnerSetPass, 'obj' | 'key' | 'log'>,
     runner: EphemeralRunner,
-    log: Logger,
     why: string,
   ): Promise<void> {
     const name = runner.metadata?.name ?? '';
     try {
-      await this.ctx.deps.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
+      await this.ctx.client.delete(EphemeralRunnerKind, set.metadata?.namespace ?? '', name, {
         preconditions: { uid: runner.metadata?.uid },
       });
       this.ctx.expectations.expectDeletion(key, name);

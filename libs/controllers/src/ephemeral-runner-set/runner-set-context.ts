@@ -1,13 +1,15 @@
 import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet } from '@aro/api';
-import { Expectations, isControlledBy } from '@aro/kube';
+import { Expectations, type KeyedStore, type Pass, type Reader, isControlledBy } from '@aro/kube';
+import type { RunnersByState } from './runner-states';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
-import type { ScaleSetReconcilerDeps } from '../shared/controller-parts';
+import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
- * What the parts of the EphemeralRunnerSet reconciler share: its dependencies, its settings with
- * their defaults, the cache-lag expectations and the Failed-runner backoff of each set. Each part
- * (scaling, removal of runners, the spec rollout and the Outdated rest, the proxy secret, status,
- * deletion) is a class of its own file that gets this context.
+ * What the parts of the EphemeralRunnerSet reconciler are built from: the ports (client, cache,
+ * resolver, events), its settings with their defaults, and its one per-set memory with the slots the
+ * parts keep in it (cache-lag expectations, the Failed-runner backoff). Each part (scaling, removal of
+ * runners, the spec rollout and the Outdated rest, the proxy secret, status, deletion) is a class of
+ * its own file that takes the few of these it uses, and a {@link RunnerSetPass} per call.
  */
 
 export interface EphemeralRunnerSetReconcilerOptions {
@@ -35,26 +37,28 @@ export interface FailureBackoff {
   owed: number;
 }
 
-export interface RunnerSetContext {
-  deps: EphemeralRunnerSetReconcilerDeps;
+/** One pass of one set: the set, its key, signal and logger, and its runners by state as counted. */
+export interface RunnerSetPass extends Pass<EphemeralRunnerSet> {
+  readonly states: RunnersByState;
+}
+
+export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetrics> {
   opts: Required<EphemeralRunnerSetReconcilerOptions>;
-  now: () => number;
   /** Creations and deletions of the last pass the cache does not show yet. */
   expectations: Expectations;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
-  failureBackoff: Map<string, FailureBackoff>;
+  failureBackoff: KeyedStore<FailureBackoff>;
 }
 
 export function runnerSetContext(
   deps: EphemeralRunnerSetReconcilerDeps,
   options: EphemeralRunnerSetReconcilerOptions,
 ): RunnerSetContext {
-  const now = deps.now ?? Date.now;
+  const ports = scaleSetPorts(deps);
   return {
-    deps,
-    now,
-    expectations: new Expectations(30_000, now),
-    failureBackoff: new Map(),
+    ...ports,
+    expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
+    failureBackoff: ports.memory.slot('failed-runner backoff'),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
       failedRunnerBackoffBaseMs: options.failedRunnerBackoffBaseMs ?? 5_000,
@@ -67,11 +71,8 @@ export function runnerSetContext(
 }
 
 /** Runners this set controls, from the cache. */
-export async function ownedRunners(
-  ctx: RunnerSetContext,
-  set: EphemeralRunnerSet,
-): Promise<EphemeralRunner[]> {
-  const all = await ctx.deps.cache.list<EphemeralRunner>(EphemeralRunnerKind, {
+export async function ownedRunners(cache: Reader, set: EphemeralRunnerSet): Promise<EphemeralRunner[]> {
+  const all = await cache.list<EphemeralRunner>(EphemeralRunnerKind, {
     namespace: set.metadata?.namespace,
   });
   return all.filter((r) => isControlledBy(r, set));

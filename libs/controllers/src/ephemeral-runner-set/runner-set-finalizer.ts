@@ -1,6 +1,13 @@
 import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
-import { type Released, Result, SecretKind, deleteIgnoringNotFound, released, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import {
+  type Pass,
+  type Released,
+  Result,
+  SecretKind,
+  deleteIgnoringNotFound,
+  released,
+  requeueAfter,
+} from '@aro/kube';
 import { runnersByState } from './runner-states';
 import { type RunnerSetContext, ownedRunners } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
@@ -8,7 +15,7 @@ import type { RunnerSetStatusWriter } from './runner-set-status';
 
 export class RunnerSetFinalizer {
   constructor(
-    private readonly ctx: RunnerSetContext,
+    private readonly ctx: Pick<RunnerSetContext, 'client' | 'cache' | 'opts'>,
     private readonly removal: RunnerRemoval,
     private readonly status: RunnerSetStatusWriter,
   ) {}
@@ -17,16 +24,12 @@ export class RunnerSetFinalizer {
    * Deleting the set: every runner goes, registration first; runners with a job are waited for (they
    * leave by themselves when it ends). Then the proxy secret; then the finalizer may go.
    */
-  async finalize(
-    set: EphemeralRunnerSet,
-    key: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result | Released> {
-    const runners = await ownedRunners(this.ctx, set);
-    const states = runnersByState(runners);
-    this.status.publishCounts(set, key, states);
-    const { withJob } = await this.removal.releaseAndDeleteAll(set, key, states, signal, log);
+  async finalize(deleting: Pass<EphemeralRunnerSet>): Promise<Result | Released> {
+    const { obj: set, log } = deleting;
+    const runners = await ownedRunners(this.ctx.cache, set);
+    const pass = { ...deleting, states: runnersByState(runners) };
+    this.status.publishCounts(pass);
+    const { withJob } = await this.removal.releaseAndDeleteAll(pass);
     if (runners.length > 0) {
       // Only an empty list is proof: a runner deleted just now still releases its registration.
       log.info('Waiting for the runners of a deleted set to go', { runners: runners.length, withJob });
@@ -34,7 +37,7 @@ export class RunnerSetFinalizer {
     }
     const namespace = set.metadata?.namespace ?? '';
     await deleteIgnoringNotFound(
-      this.ctx.deps.client,
+      this.ctx.client,
       SecretKind,
       namespace,
       runnerProxySecretName(set.metadata?.name ?? '', namespace),

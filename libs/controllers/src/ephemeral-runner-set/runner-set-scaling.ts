@@ -1,15 +1,16 @@
-import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, ScaleSetReasons } from '@aro/api';
+import { EphemeralRunner, EphemeralRunnerKind, ScaleSetReasons } from '@aro/api';
 import { Result, exponentialBackoffMs, done, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { buildEphemeralRunner } from './runner-set-resources';
-import { RunnersByState } from './runner-states';
-import { type RunnerSetContext } from './runner-set-context';
+import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
 
 /** Scaling by the listener's patch protocol (the reconciler's doc says how). */
 export class RunnerSetScaling {
   constructor(
-    private readonly ctx: RunnerSetContext,
+    private readonly ctx: Pick<
+      RunnerSetContext,
+      'client' | 'events' | 'expectations' | 'failureBackoff' | 'now' | 'opts'
+    >,
     private readonly removal: RunnerRemoval,
   ) {}
 
@@ -17,16 +18,11 @@ export class RunnerSetScaling {
    * One pass of scaling by the listener's patch: finished runners removed, Failed ones replaced with
    * backoff, what a new patch asks for created, surplus idle runners trimmed on patch 0.
    */
-  async scale(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<Result> {
+  async scale(pass: RunnerSetPass): Promise<Result> {
+    const { obj: set, key, states, log } = pass;
     let result: Result = done;
-    await this.removal.deleteFinished(set, key, states, log);
-    if (states.failed.length > 0) result = await this.replaceFailed(set, key, states, log);
+    await this.removal.deleteFinished(pass);
+    if (states.failed.length > 0) result = await this.replaceFailed(pass);
     const backoffEntry = this.ctx.failureBackoff.get(key);
     if (backoffEntry && states.running.some((r) => r.status?.ready)) {
       // A runner came up: the template works, so failures no longer slow replacements down.
@@ -55,10 +51,10 @@ export class RunnerSetScaling {
       toCreate = 0;
     }
     if (toCreate > 0) {
-      await this.createRunners(set, key, toCreate, log);
+      await this.createRunners(pass, toCreate);
       if (backoff) backoff.owed = Math.max(0, backoff.owed - toCreate);
     } else if (newPatch && patchId === 0 && total > replicas) {
-      await this.removal.deleteIdleRunners(set, key, states, total - replicas, signal, log);
+      await this.removal.deleteIdleRunners(pass, total - replicas);
     }
 
     return result;
@@ -70,18 +66,14 @@ export class RunnerSetScaling {
    * of `replicas` (upstream #3014, #4258); the replacement waits out an exponential backoff so that a
    * template that is simply invalid does not turn into a create/fail loop.
    */
-  private async replaceFailed(
-    set: EphemeralRunnerSet,
-    key: string,
-    states: RunnersByState,
-    log: Logger,
-  ): Promise<Result> {
+  private async replaceFailed(pass: RunnerSetPass): Promise<Result> {
+    const { obj: set, key } = pass;
     const backoff = this.ctx.failureBackoff.get(key) ?? { failuresInARow: 0, notBefore: 0, owed: 0 };
-    for (const runner of states.failed) {
-      await this.removal.deleteRunner(set, key, runner, log, 'failed');
+    for (const runner of pass.states.failed) {
+      await this.removal.deleteRunner(pass, runner, 'failed');
       backoff.failuresInARow += 1;
       backoff.owed += 1;
-      this.ctx.deps.events?.record(
+      this.ctx.events?.record(
         set,
         'Warning',
         ScaleSetReasons.runnerFailed,
@@ -98,15 +90,10 @@ export class RunnerSetScaling {
     return requeueAfter(waitMs);
   }
 
-  private async createRunners(
-    set: EphemeralRunnerSet,
-    key: string,
-    count: number,
-    log: Logger,
-  ): Promise<void> {
+  private async createRunners({ obj: set, key, log }: RunnerSetPass, count: number): Promise<void> {
     log.info('Creating runners', { count, replicas: set.spec.replicas ?? 0, patchID: set.spec.patchID ?? 0 });
     for (let i = 0; i < count; i++) {
-      const created = await this.ctx.deps.client.create<EphemeralRunner>(
+      const created = await this.ctx.client.create<EphemeralRunner>(
         EphemeralRunnerKind,
         buildEphemeralRunner(set, this.ctx.opts.excludeLabelPropagationPrefixes),
       );

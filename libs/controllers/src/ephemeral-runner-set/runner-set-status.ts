@@ -8,10 +8,8 @@ import {
   ScaleSetConditionTypes,
 } from '@aro/api';
 import { OwnWrites, isNotFound } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import { isDeepStrictEqual } from 'node:util';
-import { RunnersByState } from './runner-states';
-import { type RunnerSetContext } from './runner-set-context';
+import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import { findCondition, setCondition } from '../shared/conditions';
 import { scaleSetMetricLabels } from '../shared/scale-set-labels';
 
@@ -24,8 +22,10 @@ export class RunnerSetStatusWriter {
    */
   private readonly ownWrites: OwnWrites;
 
-  constructor(private readonly ctx: RunnerSetContext) {
-    this.ownWrites = new OwnWrites(10_000, ctx.now);
+  constructor(
+    private readonly ctx: Pick<RunnerSetContext, 'client' | 'metrics' | 'memory' | 'now' | 'opts'>,
+  ) {
+    this.ownWrites = new OwnWrites(10_000, ctx.now, ctx.memory.slot('own status writes'));
   }
 
   /** How long the cached set (at `resourceVersion`) may still be behind our last status write. */
@@ -33,18 +33,14 @@ export class RunnerSetStatusWriter {
     return this.ownWrites.behindMs(key, resourceVersion);
   }
 
-  forget(key: string): void {
-    this.ownWrites.forget(key);
-  }
-
-  publishCounts(set: EphemeralRunnerSet, key: string, states: RunnersByState): void {
-    if (!this.ctx.opts.publishMetrics || !this.ctx.deps.metrics) return;
+  publishCounts({ obj: set, key, states }: RunnerSetPass): void {
+    if (!this.ctx.opts.publishMetrics || !this.ctx.metrics) return;
     const labels = scaleSetMetricLabels(
       set.metadata?.labels?.[Labels.scaleSetName] ?? set.metadata?.name ?? '',
       set.metadata?.labels?.[Labels.scaleSetNamespace] ?? set.metadata?.namespace ?? '',
       set.spec.ephemeralRunnerSpec?.githubConfigUrl,
     );
-    this.ctx.deps.metrics.set(key, labels, {
+    this.ctx.metrics.set(key, labels, {
       pending: states.pending.length,
       running: states.running.length,
       failed: states.failed.length,
@@ -53,10 +49,8 @@ export class RunnerSetStatusWriter {
 
   /** Writes the status when any counted value, the phase or the condition changed; never otherwise. */
   async updateStatus(
-    set: EphemeralRunnerSet,
-    states: RunnersByState,
+    { obj: set, key, states, log }: RunnerSetPass,
     phase: EphemeralRunnerSetPhase,
-    log: Logger,
     versionCondition?: { status: 'True' | 'False'; reason: string; message: string },
     runnersHealthy?: Omit<ScaleSetCondition, 'lastTransitionTime'>,
   ): Promise<void> {
@@ -96,7 +90,7 @@ export class RunnerSetStatusWriter {
       isDeepStrictEqual(current.conditions ?? [], desired.conditions ?? []);
     if (unchanged) return;
     try {
-      const written = await this.ctx.deps.client.mergePatchStatus<EphemeralRunnerSet>(
+      const written = await this.ctx.client.mergePatchStatus<EphemeralRunnerSet>(
         EphemeralRunnerSetKind,
         set.metadata?.namespace ?? '',
         set.metadata?.name ?? '',
@@ -104,11 +98,7 @@ export class RunnerSetStatusWriter {
           status: desired,
         },
       );
-      this.ownWrites.record(
-        `${set.metadata?.namespace ?? ''}/${set.metadata?.name ?? ''}`,
-        set.metadata?.resourceVersion,
-        written.metadata?.resourceVersion,
-      );
+      this.ownWrites.record(key, set.metadata?.resourceVersion, written.metadata?.resourceVersion);
       log.debug('Updated the status', { ...desired, conditions: undefined });
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -1,6 +1,10 @@
 import { EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
-import { ControllerBuilder, resourceVersionChangedPredicate } from '@aro/kube';
-import { type ControllerParts, type EventsMode, scaleSetReconcilerDeps } from '../shared/controller-parts';
+import {
+  type ControllerParts,
+  type EventsMode,
+  completeController,
+  scaleSetReconcilerDeps,
+} from '../shared/controller-parts';
 import {
   EphemeralRunnerSetReconciler,
   type EphemeralRunnerSetReconcilerOptions,
@@ -20,15 +24,14 @@ export function setupEphemeralRunnerSetController(
   parts: ControllerParts,
   config: EphemeralRunnerSetControllerConfig = {},
 ): EphemeralRunnerSetReconciler {
-  const reconciler = new EphemeralRunnerSetReconciler(
-    scaleSetReconcilerDeps(parts, config.events, EphemeralRunnerSetMetrics),
-    config,
+  return completeController(
+    parts.manager,
+    'ephemeralrunnerset',
+    new EphemeralRunnerSetReconciler(
+      scaleSetReconcilerDeps(parts, config.events, EphemeralRunnerSetMetrics),
+      config,
+    ),
+    (watch) => watch.for(EphemeralRunnerSetKind).owns(EphemeralRunnerKind),
+    config.maxConcurrentReconciles ?? 1,
   );
-  new ControllerBuilder(parts.manager, 'ephemeralrunnerset')
-    .for(EphemeralRunnerSetKind)
-    .owns(EphemeralRunnerKind)
-    .withEventFilter(resourceVersionChangedPredicate)
-    .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 1 })
-    .complete(reconciler);
-  return reconciler;
 }

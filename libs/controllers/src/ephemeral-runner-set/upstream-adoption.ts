@@ -1,6 +1,6 @@
 import { Annotations, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
-import type { Logger } from '@aro/observability';
-import type { RunnerSetContext } from './runner-set-context';
+import type { KubeApi } from '@aro/kube';
+import type { RunnerSetPass } from './runner-set-context';
 
 /** ARO's integrity hashes: 16 lowercase hex digits (`integrityHash` in @aro/api). */
 const ARO_HASH = /^[0-9a-f]{16}$/;
@@ -21,16 +21,15 @@ export function isUpstreamIntegrityHash(value: string | undefined): boolean {
  * would be deleted and registered again on the first pass.
  */
 export async function adoptUpstreamRunnerSet(
-  ctx: RunnerSetContext,
-  set: EphemeralRunnerSet,
+  client: Pick<KubeApi, 'mergePatch'>,
+  { obj: set, log }: Pick<RunnerSetPass, 'obj' | 'log'>,
   hash: string,
-  log: Logger,
 ): Promise<EphemeralRunnerSet> {
   log.info("Adopted an EphemeralRunnerSet written by upstream's controller; its runners keep running", {
     upstreamIntegrityHash: set.metadata?.annotations?.[Annotations.integrityHash],
     integrityHash: hash,
   });
-  return ctx.deps.client.mergePatch<EphemeralRunnerSet>(
+  return client.mergePatch<EphemeralRunnerSet>(
     EphemeralRunnerSetKind,
     set.metadata?.namespace ?? '',
     set.metadata?.name ?? '',

@@ -1,4 +1,4 @@
-import { InvalidConfigUrlError } from '@aro/actions';
+import { isRetryable } from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
 
 function inCauseChain(err: unknown, match: (e: Error) => boolean): boolean {
@@ -11,11 +11,13 @@ function inCauseChain(err: unknown, match: (e: Error) => boolean): boolean {
 /**
  * Whether `err` says the runner's GitHub configuration is wrong in a way only a person can fix: the
  * service refused the credential (401/403, 404 of the config URL, or such a refusal remembered by the
- * resolver) or the config URL is not one. Retrying such a failure at the controller's error backoff
- * asks the service again every few seconds for nothing, so these get a slower, per-runner backoff.
+ * resolver), or the Actions client's one retry rule ({@link isRetryable}) says asking again cannot
+ * help (the config URL is not one, a 4xx, a certificate not trusted, a proxy refusing the
+ * credentials). Retrying such a failure at the controller's error backoff asks the service again
+ * every few seconds for nothing, so these get a slower, per-runner backoff.
  */
 export function isUnfixableByRetry(err: unknown): boolean {
-  return isCredentialFailure(err) || inCauseChain(err, (e) => e instanceof InvalidConfigUrlError);
+  return isCredentialFailure(err) || !isRetryable(err);
 }
 
 /**

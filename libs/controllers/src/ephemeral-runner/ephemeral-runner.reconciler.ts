@@ -23,7 +23,9 @@ import {
   done,
   removeFinalizer,
   requeueAfter,
+  requestFromKey,
   Expectations,
+  ObjectMemory,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnerCleanup } from './cleanup';
@@ -88,6 +90,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
 
   constructor(deps: EphemeralRunnerReconcilerDeps, options: EphemeralRunnerReconcilerOptions) {
     const now = deps.now ?? Date.now;
+    const memory = new ObjectMemory();
     this.ctx = {
       deps,
       now,
@@ -95,10 +98,11 @@ export class EphemeralRunnerReconciler implements Reconciler {
       maxFailures: options.maxFailures ?? DEFAULT_MAX_FAILURES,
       backoffBaseMs: options.failureBackoffBaseMs ?? DEFAULT_FAILURE_BACKOFF_BASE_MS,
       userAgent: options.userAgent,
-      slowRetries: new SlowRetries(),
-      jitSecrets: new KnownJitSecrets(),
+      memory,
+      slowRetries: new SlowRetries(memory.slot('slow retries')),
+      jitSecrets: new KnownJitSecrets(memory),
     };
-    this.podCreations = new Expectations(30_000, now);
+    this.podCreations = new Expectations(30_000, now, memory.slot('pod creations'));
     this.status = new RunnerStatusWriter(this.ctx);
     this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
     this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup);
@@ -115,6 +119,12 @@ export class EphemeralRunnerReconciler implements Reconciler {
       this.status,
       options.evictionProtection ?? true,
     );
+    // A runner gone from the cache is no longer counted in the phase gauges (registered once here,
+    // so no path that forgets a runner can leave its count behind).
+    memory.onForget((key) => {
+      const { namespace, name } = requestFromKey(key);
+      this.status.publishPhase({ metadata: { namespace, name } } as EphemeralRunner, '');
+    });
   }
 
   /** Dispatch: a runner being deleted is cleaned up, a finished one tidied, any other driven forward. */
@@ -126,17 +136,8 @@ export class EphemeralRunnerReconciler implements Reconciler {
       runner = await this.ctx.deps.cache.get<EphemeralRunner>(EphemeralRunnerKind, req.namespace, req.name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      // Gone without this controller seeing its deletion (finalizers removed by hand): stop counting it.
-      this.status.publishPhase(
-        { metadata: { namespace: req.namespace, name: req.name } } as EphemeralRunner,
-        '',
-      );
-      this.status.forget(key);
-      this.ctx.slowRetries.reset(key);
-      this.ctx.jitSecrets.forget(key);
-      this.finalization.forget(key);
-      this.evictionProtection.forget(key);
-      this.podCreations.forget(key);
+      // Gone (its finalizers removed by this controller or by hand): nothing of it is left to remember.
+      this.ctx.memory.forget(key);
       return done;
     }
 

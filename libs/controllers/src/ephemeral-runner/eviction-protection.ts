@@ -1,6 +1,14 @@
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, type ResourceKind, hasJob } from '@aro/api';
-import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
+import {
+  type KeyedStore,
+  PodKind,
+  type Result,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  done,
+} from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { isBeingDeleted, podTerminated } from './pod-state';
 import { type RunnerContext, runnerKey } from './reconciler-context';
@@ -87,16 +95,14 @@ export class EvictionProtection {
   /** Namespaces whose budget this process created or found. */
   private readonly budgets = new Set<string>();
   /** The pod UID last marked busy, per runner: the cache may not show the patch on the next pass. */
-  private readonly marked = new Map<string, string>();
+  private readonly marked: KeyedStore<string>;
 
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
     private readonly enabled: boolean,
-  ) {}
-
-  forget(key: string): void {
-    this.marked.delete(key);
+  ) {
+    this.marked = ctx.memory.slot('pod marked busy');
   }
 
   /**

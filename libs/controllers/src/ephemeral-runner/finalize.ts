@@ -2,6 +2,7 @@ import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, hasContainerHookCo
 import { isJobStillRunning } from '@aro/actions';
 import {
   LazyCopy,
+  type KeyedStore,
   type Released,
   type Result,
   isConflict,
@@ -30,13 +31,15 @@ import { describeError } from '../shared/describe-error';
  */
 export class RunnerFinalization {
   /** The UID of each runner (by namespace/name) whose removal this process has queued. */
-  private readonly queuedByThisProcess = new Map<string, string>();
+  private readonly queuedByThisProcess: KeyedStore<string>;
 
   constructor(
     private readonly ctx: RunnerContext,
     private readonly status: RunnerStatusWriter,
     private readonly cleanup: RunnerCleanup,
-  ) {}
+  ) {
+    this.queuedByThisProcess = ctx.memory.slot('removal queued');
+  }
 
   /**
    * The cleanup of a runner being deleted: release its registration, delete its pod and secret. The
@@ -150,11 +153,6 @@ export class RunnerFinalization {
     if (runnerId <= 0 || !uid || this.queuedByThisProcess.get(runnerKey(runner)) === uid) return;
     log.info('Queueing the removal of a finished runner again, in case a restart lost it', { runnerId });
     this.queueRemoval(runner, runnerId);
-  }
-
-  /** The runner is gone: nothing of it is left to remember. */
-  forget(key: string): void {
-    this.queuedByThisProcess.delete(key);
   }
 
   private queueRemoval(runner: EphemeralRunner, runnerId: number): void {

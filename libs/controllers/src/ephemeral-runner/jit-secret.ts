@@ -160,7 +160,7 @@ export class JitSecrets {
       await this.ctx.deps.client.delete(SecretKind, namespace, name, {
         preconditions: secret.metadata?.uid ? { uid: secret.metadata.uid } : undefined,
       });
-      this.ctx.jitSecrets.forget(`${namespace}/${name}`);
+      this.ctx.jitSecrets.secretReplaced(`${namespace}/${name}`);
       return requeueAfter(REGISTRATION_RETRY_MS);
     }
     // The pod exists, so the secret may be what a live runner started from: neither is touched. Only

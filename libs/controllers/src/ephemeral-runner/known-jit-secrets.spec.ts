@@ -1,3 +1,4 @@
+import { ObjectMemory } from '@aro/kube';
 import type { EphemeralRunner } from '@aro/api';
 import { KnownJitSecrets } from './known-jit-secrets';
 
@@ -16,14 +17,15 @@ describe('KnownJitSecrets', () => {
   });
 
   it('forgets the registration once the status carries it, and everything once the runner is gone', () => {
-    const known = new KnownJitSecrets();
+    const memory = new ObjectMemory();
+    const known = new KnownJitSecrets(memory);
     known.remember(runner('uid-1'), { runnerId: 7, runnerName: 'r' });
     known.published(runner('uid-1'));
     expect(known.identity(runner('uid-1'))).toBeUndefined();
     known.markSecretDeleted(runner('uid-1'));
-    expect(known.size).toBe(1);
-    known.forget('ns/r');
-    expect(known.size).toBe(0);
+    expect(memory.size).toBe(1);
+    memory.forget('ns/r');
+    expect(memory.size).toBe(0);
     expect(known.secretDeleted(runner('uid-1'))).toBe(false);
   });
 

@@ -1,4 +1,5 @@
 import type { EphemeralRunner } from '@aro/api';
+import { type KeyedStore, ObjectMemory } from '@aro/kube';
 import { runnerKey } from './reconciler-context';
 
 /** The registration a jitconfig secret records: what the status publishes once the pod runs. */
@@ -25,9 +26,15 @@ export interface JitIdentity {
  * reads again, as the seed does.
  */
 export class KnownJitSecrets {
-  private readonly identities = new Map<string, JitIdentity & { uid: string }>();
+  private readonly identities: KeyedStore<JitIdentity & { uid: string }>;
   /** Runners (by key, holding the UID) whose secret this controller has deleted. */
-  private readonly deleted = new Map<string, string>();
+  private readonly deleted: KeyedStore<string>;
+
+  /** Both kept in the reconciler's per-runner memory: they go when the runner does. */
+  constructor(memory: ObjectMemory = new ObjectMemory()) {
+    this.identities = memory.slot('jit identity');
+    this.deleted = memory.slot('jit secret deleted');
+  }
 
   /** The registration recorded in the secret this controller created or read for this runner. */
   identity(runner: EphemeralRunner): JitIdentity | undefined {
@@ -60,13 +67,9 @@ export class KnownJitSecrets {
     if (uid) this.deleted.set(runnerKey(runner), uid);
   }
 
-  forget(key: string): void {
+  /** The runner's secret was replaced: what was known of the old one no longer holds. */
+  secretReplaced(key: string): void {
     this.identities.delete(key);
     this.deleted.delete(key);
-  }
-
-  /** Runners remembered, for the memory figures. */
-  get size(): number {
-    return this.identities.size + this.deleted.size;
   }
 }

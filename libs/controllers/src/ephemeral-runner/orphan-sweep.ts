@@ -5,6 +5,7 @@ import { type ActionsServiceClient, type RunnerReference, isActionsNotFound } fr
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
 import { type ScaleSetLedger, type ScaleSetLedgerEntry, holderOf } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+import type { LeakAudit, ScaleSetSweepResult } from './leak-audit';
 
 export interface OrphanRegistrationSweepOptions {
   /** Uncached: the sweep's verdict must not rest on a cache that can lag behind a create. */
@@ -22,6 +23,8 @@ export interface OrphanRegistrationSweepOptions {
   /** Removals queued by one pass at most; the rest wait for the next pass. */
   maxRemovalsPerPass?: number;
   registry?: Registry;
+  /** Where each pass's findings go (the AutoscalingRunnerSets' `status.orphanSweep`); none in unit specs. */
+  audit?: LeakAudit;
 }
 
 /** A scale set as the ledger knows it: one entry per namespace that registered runners on it. */
@@ -119,12 +122,15 @@ export class OrphanRegistrationSweep implements Runnable {
   async sweepOnce(signal?: AbortSignal): Promise<number> {
     // Incomplete until the pass has looked at every scale set: a throw leaves it so.
     this.lastPassIncomplete = true;
-    const queued = await this.pass(signal);
+    const results: ScaleSetSweepResult[] = [];
+    const queued = await this.pass(results, signal);
     this.lastPassHitCap = queued >= this.maxRemovals;
+    // After the pass, from what it judged by: one status write per scale set at most, when it changed.
+    if (this.opts.audit && !signal?.aborted) await this.opts.audit.record(results);
     return queued;
   }
 
-  private async pass(signal?: AbortSignal): Promise<number> {
+  private async pass(results: ScaleSetSweepResult[], signal?: AbortSignal): Promise<number> {
     const scaleSets = this.ownedScaleSets(await this.opts.ledger.entries());
 
     // Registrations first, runners second. A runner exists before its registration (the reconciler
@@ -136,7 +142,26 @@ export class OrphanRegistrationSweep implements Runnable {
       const listing = await this.listRegistrations(scaleSet, signal);
       if (listing) listed.push([scaleSet, ...listing]);
     }
-    let runnerNames = listed.length === 0 ? new Set<string>() : await this.watchedRunnerNames();
+    const runners = listed.length === 0 ? [] : await this.watchedRunners();
+    let runnerNames = new Set(runners.map((r) => r.metadata?.name ?? ''));
+    const resultOf = new Map<OwnedScaleSet, ScaleSetSweepResult>();
+    for (const [scaleSet, , registrations] of listed) {
+      const namespaces = scaleSet.entries.map((e) => e.namespace);
+      const result: ScaleSetSweepResult = {
+        runnerScaleSetId: scaleSet.runnerScaleSetId,
+        namespaces,
+        registrations: registrations.length,
+        runners: runners.filter(
+          (r) =>
+            r.spec?.runnerScaleSetId === scaleSet.runnerScaleSetId &&
+            namespaces.includes(r.metadata?.namespace ?? ''),
+        ).length,
+        orphans: registrations.filter((r) => !runnerNames.has(r.name)).length,
+        removed: 0,
+      };
+      resultOf.set(scaleSet, result);
+      results.push(result);
+    }
     this.lastPassIncomplete = listed.length < scaleSets.length;
     if (listed.length === 0) {
       this.firstSeenOrphaned.clear();
@@ -176,7 +201,7 @@ export class OrphanRegistrationSweep implements Runnable {
     if (due.length === 0) return 0;
 
     // The re-check: what the cluster and the service say now, not what they said when the pass began.
-    runnerNames = await this.watchedRunnerNames();
+    runnerNames = new Set((await this.watchedRunners()).map((r) => r.metadata?.name ?? ''));
     let queued = 0;
     for (const candidate of due) {
       if (queued >= this.maxRemovals) {
@@ -195,6 +220,8 @@ export class OrphanRegistrationSweep implements Runnable {
         const holder = holderOf(scaleSet.entries[0], registration.name);
         if (this.opts.queue.push(holder, registration.id)) {
           queued++;
+          const result = resultOf.get(scaleSet);
+          if (result) result.removed++;
           this.found.inc();
           this.opts.logger.info('Queued the removal of an orphaned runner registration', {
             runnerScaleSetId: scaleSet.runnerScaleSetId,
@@ -264,19 +291,18 @@ export class OrphanRegistrationSweep implements Runnable {
   }
 
   /**
-   * Names of the EphemeralRunners in every namespace this controller watches that still hold their
+   * The EphemeralRunners in every namespace this controller watches that still hold their
    * registration. A finished runner (Failed, Outdated) whose registration finalizer is gone released
    * it: its removal was queued, and if a crash lost that removal nothing else would ever make it,
    * since the runner stays until its set deletes it.
    */
-  private async watchedRunnerNames(): Promise<Set<string>> {
+  private async watchedRunners(): Promise<EphemeralRunner[]> {
     const runners = await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, {
       namespace: this.opts.namespace,
     });
-    const holding = runners.filter(
+    return runners.filter(
       (r) => !(isDone(r) && !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER)),
     );
-    return new Set(holding.map((r) => r.metadata?.name ?? ''));
   }
 
   private async stillOrphaned(

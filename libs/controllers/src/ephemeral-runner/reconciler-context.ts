@@ -1,5 +1,5 @@
 import type { EphemeralRunner } from '@aro/api';
-import type { KubeApi, Reader } from '@aro/kube';
+import type { KubeApi, ObjectMemory, Reader } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
@@ -70,6 +70,8 @@ export interface RunnerContext {
   maxFailures: number;
   backoffBaseMs: number;
   userAgent: string;
+  /** Everything remembered per runner (the parts' slots); forgotten once, when the runner is gone. */
+  memory: ObjectMemory;
   /** Per-runner spacing of the retries of failures a retry cannot fix soon. */
   slowRetries: SlowRetries;
   /** What this controller knows of each runner's jitconfig secret without reading it again. */

@@ -1,7 +1,12 @@
 import { EphemeralRunnerKind } from '@aro/api';
-import { ControllerBuilder, PodKind, resourceVersionChangedPredicate } from '@aro/kube';
+import { PodKind } from '@aro/kube';
 import { metricsRegistry } from '@aro/observability';
-import { type ControllerParts, type EventsMode, eventRecorderFor } from '../shared/controller-parts';
+import {
+  type ControllerParts,
+  type EventsMode,
+  completeController,
+  eventRecorderFor,
+} from '../shared/controller-parts';
 import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
@@ -75,11 +80,11 @@ export function setupEphemeralRunnerController(
     },
   );
 
-  new ControllerBuilder(parts.manager, 'ephemeralrunner')
-    .for(EphemeralRunnerKind, ephemeralRunnerPredicate())
-    .owns(PodKind, ownedPodPredicate())
-    .withEventFilter(resourceVersionChangedPredicate)
-    .withOptions({ maxConcurrentReconciles: config.maxConcurrentReconciles ?? 2 })
-    .complete(reconciler);
-  return reconciler;
+  return completeController(
+    parts.manager,
+    'ephemeralrunner',
+    reconciler,
+    (watch) => watch.for(EphemeralRunnerKind, ephemeralRunnerPredicate()).owns(PodKind, ownedPodPredicate()),
+    config.maxConcurrentReconciles ?? 2,
+  );
 }

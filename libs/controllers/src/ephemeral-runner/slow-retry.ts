@@ -1,4 +1,4 @@
-import { ExponentialBackoffRateLimiter, exponentialBackoffMs } from '@aro/kube';
+import { ExponentialBackoffRateLimiter, type KeyedStore, exponentialBackoffMs } from '@aro/kube';
 
 /** The first wait after a failure a retry cannot fix soon, doubled on each repeat up to the cap. */
 export const SLOW_RETRY_BASE_MS = 5_000;
@@ -21,14 +21,19 @@ export function slowRetryMs(failures: number): number {
  * just fixed the Secret wants anyway.
  */
 export class SlowRetries {
-  private readonly failures = new ExponentialBackoffRateLimiter(SLOW_RETRY_BASE_MS, SLOW_RETRY_MAX_MS);
+  private readonly failures: ExponentialBackoffRateLimiter;
+
+  /** `store` is a slot of the reconciler's per-runner memory: the count goes when the runner does. */
+  constructor(store: KeyedStore<number> = new Map<string, number>()) {
+    this.failures = new ExponentialBackoffRateLimiter(SLOW_RETRY_BASE_MS, SLOW_RETRY_MAX_MS, store);
+  }
 
   /** Records one more failure of the runner's and returns how long to wait before the next try. */
   next(runnerKey: string): number {
     return this.failures.when(runnerKey);
   }
 
-  /** The runner got past what was failing, or is gone: its next failure starts at the base again. */
+  /** The runner got past what was failing: its next failure starts at the base again. */
   reset(runnerKey: string): void {
     this.failures.forget(runnerKey);
   }

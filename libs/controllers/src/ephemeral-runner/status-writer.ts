@@ -14,16 +14,12 @@ export class RunnerStatusWriter {
   private readonly ownWrites: OwnWrites;
 
   constructor(private readonly ctx: RunnerContext) {
-    this.ownWrites = new OwnWrites(10_000, ctx.now);
+    this.ownWrites = new OwnWrites(10_000, ctx.now, ctx.memory.slot('own writes'));
   }
 
   /** How long the cached runner (at `resourceVersion`) may still be behind this controller's last write. */
   behindMs(key: string, resourceVersion: string | undefined): number {
     return this.ownWrites.behindMs(key, resourceVersion);
-  }
-
-  forget(key: string): void {
-    this.ownWrites.forget(key);
   }
 
   /**

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { KubeClient, LeaderSchedule, Manager } from '@aro/kube';
 import { LOGGER, Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
+import { LeakAudit } from './leak-audit';
 import { OrphanRegistrationSweep } from './orphan-sweep';
 import { ScaleSetLedger } from './scale-set-ledger';
 import { UnregistrationQueue, actionsClientsFrom } from './unregistration-queue';
@@ -151,6 +152,7 @@ export class UnregistrationWorkers implements OnModuleInit {
           graceMs: opts.orphanGraceMs,
           maxRemovalsPerPass: opts.orphanMaxRemovalsPerPass,
           registry,
+          audit: new LeakAudit({ client, logger: logger.child({ component: 'leak-audit' }), registry }),
         }),
     },
     UnregistrationWorkers,

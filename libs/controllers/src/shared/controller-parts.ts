@@ -1,5 +1,15 @@
 import { Registry } from 'prom-client';
-import { KubeClient, Manager, type KubeApi, type ProviderLookup, type Reader } from '@aro/kube';
+import {
+  ControllerBuilder,
+  KubeClient,
+  Manager,
+  type KubeApi,
+  ObjectMemory,
+  type ProviderLookup,
+  type Reader,
+  type Reconciler,
+  resourceVersionChangedPredicate,
+} from '@aro/kube';
 import { LOGGER, type Logger, metricsRegistry } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
@@ -83,4 +93,49 @@ export function scaleSetReconcilerDeps<Metrics>(
     logger: parts.logger,
     now: parts.now,
   };
+}
+
+/**
+ * Adds `reconciler` to the manager as controller `name`, woken by what `watches` declares (its kind,
+ * what it owns, what it maps), and only by changes (a resync of an unchanged object wakes nothing).
+ * Call before the manager starts; the controller runs only on the leader.
+ */
+export function completeController<R extends Reconciler>(
+  manager: Manager,
+  name: string,
+  reconciler: R,
+  watches: (builder: ControllerBuilder) => ControllerBuilder,
+  maxConcurrentReconciles: number,
+): R {
+  watches(new ControllerBuilder(manager, name))
+    .withEventFilter(resourceVersionChangedPredicate)
+    .withOptions({ maxConcurrentReconciles })
+    .complete(reconciler);
+  return reconciler;
+}
+
+/**
+ * What the parts of a scale-set reconciler are built on: the ports they read and write through, the
+ * clock, and the reconciler's one per-object memory. The metrics' series of an object go when the
+ * memory forgets it.
+ */
+export interface ScaleSetPorts<Metrics = { forget(key: string): void }> {
+  client: KubeApi;
+  cache: Reader;
+  resolver: SecretResolver;
+  events?: Pick<EventRecorder, 'record'>;
+  metrics?: Metrics;
+  now: () => number;
+  /** Everything remembered per object; forgotten once, when the object is gone. */
+  memory: ObjectMemory;
+}
+
+export function scaleSetPorts<Metrics extends { forget(key: string): void }>(
+  deps: ScaleSetReconcilerDeps & { metrics?: Metrics },
+): ScaleSetPorts<Metrics> {
+  const memory = new ObjectMemory();
+  const { metrics } = deps;
+  if (metrics) memory.onForget((key) => metrics.forget(key));
+  const { client, cache, resolver, events } = deps;
+  return { client, cache, resolver, events, metrics, now: deps.now ?? Date.now, memory };
 }

@@ -1,4 +1,11 @@
 import type { KubeObject } from '../client/types';
+import type { KeyedStore } from './object-memory';
+
+interface Expected {
+  creates: Set<string>;
+  deletes: Set<string>;
+  deadline: number;
+}
 
 /**
  * Objects a controller created or deleted that its informer cache does not show that way yet, per
@@ -14,14 +21,11 @@ import type { KubeObject } from '../client/types';
  * In memory on purpose: a restarted controller's cache is listed fresh, so there is no lag to excuse.
  */
 export class Expectations {
-  private readonly owners = new Map<
-    string,
-    { creates: Set<string>; deletes: Set<string>; deadline: number }
-  >();
-
+  /** `owners` is a slot of the controller's ObjectMemory, so forgetting the owner forgets this too. */
   constructor(
     private readonly ttlMs = 30_000,
     private readonly now: () => number = Date.now,
+    private readonly owners: KeyedStore<Expected> = new Map<string, Expected>(),
   ) {}
 
   /** `ownerKey`'s pass created the object `name`. */

@@ -4,3 +4,5 @@ export * from './not-found';
 export * from './create-or-replace';
 export * from './expectations';
 export * from './own-writes';
+export * from './object-memory';
+export * from './pass';

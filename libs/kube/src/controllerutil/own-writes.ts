@@ -1,3 +1,10 @@
+import type { KeyedStore } from './object-memory';
+
+interface Replaced {
+  versions: Set<string>;
+  deadline: number;
+}
+
 /**
  * Versions of EphemeralRunners this controller has written past, so that a reconcile can tell a
  * cache that has not caught up with the controller's own writes.
@@ -14,11 +21,11 @@
  * predicate drops or a watch that breaks.
  */
 export class OwnWrites {
-  private readonly replaced = new Map<string, { versions: Set<string>; deadline: number }>();
-
+  /** `replaced` is a slot of the controller's ObjectMemory, so forgetting the object forgets this too. */
   constructor(
     private readonly ttlMs = 10_000,
     private readonly now: () => number = Date.now,
+    private readonly replaced: KeyedStore<Replaced> = new Map<string, Replaced>(),
   ) {}
 
   /** The controller read `before` and its write produced `after` ('' when the write deleted it). */

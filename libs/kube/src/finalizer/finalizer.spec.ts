@@ -1,3 +1,4 @@
+import { silentLogger } from '@aro/observability';
 import { PodKind } from '../client/kinds';
 import type { KubeObject } from '../client/types';
 import { FakeKubeClient } from '../testing';
@@ -68,23 +69,24 @@ describe('reconcileFinalized()', () => {
       kind: PodKind,
       finalizer: { name: names.name },
       write,
-      forget: (key: string) => forgotten.push(key),
-      apply: async () => ({ requeueAfterMs: 5 }),
+      memory: { forget: (key: string) => forgotten.push(key) },
+      apply: async ({ key }: { key: string }) => ({ requeueAfterMs: key === 'ns/x' ? 5 : 0 }),
       cleanup: async () => released(),
     };
     const req = { namespace: 'ns', name: 'x' };
-    expect(await reconcileFinalized(req, spec)).toEqual({});
+    const pass = { signal: new AbortController().signal, log: silentLogger };
+    expect(await reconcileFinalized(req, pass, spec)).toEqual({});
     expect(forgotten).toEqual(['ns/x']);
 
     kube.seed(PodKind, { metadata: { namespace: 'ns', name: 'x' } });
-    expect(await reconcileFinalized(req, spec)).toEqual({ requeueAfterMs: 5 });
+    expect(await reconcileFinalized(req, pass, spec)).toEqual({ requeueAfterMs: 5 });
     expect(read()?.metadata?.finalizers).toEqual([names.name]);
     expect(forgotten).toEqual(['ns/x']);
 
     await kube.delete(PodKind, 'ns', 'x');
-    await reconcileFinalized(req, { ...spec, cleanup: async () => ({ requeueAfterMs: 1_000 }) });
+    await reconcileFinalized(req, pass, { ...spec, cleanup: async () => ({ requeueAfterMs: 1_000 }) });
     expect(forgotten).toEqual(['ns/x']);
-    await reconcileFinalized(req, spec);
+    await reconcileFinalized(req, pass, spec);
     expect(read()).toBeUndefined();
     expect(forgotten).toEqual(['ns/x', 'ns/x']);
   });

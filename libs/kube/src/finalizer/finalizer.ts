@@ -2,7 +2,9 @@ import type { ResourceKind } from '@aro/api';
 import type { KubeApi } from '../client/kube-api';
 import type { KubeObject, Reader } from '../client/types';
 import { isNotFound } from '../client/errors';
-import { type Request, type Result, requestKey } from '../controller/types';
+import { type ReconcileContext, type Request, type Result, requestKey } from '../controller/types';
+import type { ObjectMemory } from '../controllerutil/object-memory';
+import type { Pass } from '../controllerutil/pass';
 import { getIgnoringNotFound } from '../controllerutil/not-found';
 import {
   finalizersPatch,
@@ -125,37 +127,43 @@ export async function finalizer<T extends KubeObject>(
 }
 
 /** What {@link reconcileFinalized} needs of a controller whose object carries its finalizer. */
-export interface FinalizedObjectSpec<T extends KubeObject> extends FinalizerHandlers<T> {
+export interface FinalizedObjectSpec<T extends KubeObject> {
   reader: Pick<Reader, 'get'>;
   kind: ResourceKind;
   finalizer: FinalizerNames;
   write: FinalizerWriter<T>;
   /**
-   * Drops everything the controller remembers of the object (its per-key memory). Called once the
-   * object is gone from the cache and once its cleanup released it, so no per-key map outlives it.
+   * Everything the controller remembers of its objects. The object's entry is forgotten once the
+   * object is gone from the cache and once its cleanup released it, so no per-key state outlives it.
    */
-  forget(key: string): void;
+  memory: Pick<ObjectMemory, 'forget'>;
+  /** A live object that carries the finalizers. */
+  apply(pass: Pass<T>): Promise<Result>;
+  /** An object being deleted that still carries the finalizer (see {@link FinalizerHandlers.cleanup}). */
+  cleanup(pass: Pass<T>): Promise<Result | Released>;
 }
 
 /**
  * The opening every finalizing reconciler shares: read the object from the cache (absent: forget it,
- * done), then {@link finalizer}, forgetting it once its cleanup released it.
+ * done), then {@link finalizer} with the pass's object, forgetting it once its cleanup released it.
  */
 export async function reconcileFinalized<T extends KubeObject>(
   req: Request,
+  ctx: ReconcileContext,
   spec: FinalizedObjectSpec<T>,
 ): Promise<Result> {
   const key = requestKey(req);
   const obj = await getIgnoringNotFound<T>(spec.reader, spec.kind, req.namespace, req.name);
   if (!obj) {
-    spec.forget(key);
+    spec.memory.forget(key);
     return {};
   }
+  const passOf = (current: T): Pass<T> => ({ obj: current, key, signal: ctx.signal, log: ctx.log });
   return finalizer(spec.finalizer, obj, spec.write, {
-    apply: (live) => spec.apply(live),
+    apply: (live) => spec.apply(passOf(live)),
     cleanup: async (deleting) => {
-      const outcome = await spec.cleanup(deleting);
-      if (isReleased(outcome)) spec.forget(key);
+      const outcome = await spec.cleanup(passOf(deleting));
+      if (isReleased(outcome)) spec.memory.forget(key);
       return outcome;
     },
   });

@@ -11,3 +11,8 @@ export {
   type FinalizerWriter,
   type Released,
 } from './finalizer';
+export {
+  FinalizingReconciler,
+  type FinalizingPorts,
+  type FinalizingReconcilerSpec,
+} from './finalizing-reconciler';

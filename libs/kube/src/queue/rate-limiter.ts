@@ -1,3 +1,4 @@
+import type { KeyedStore } from '../controllerutil/object-memory';
 import { Clock, systemClock } from './clock';
 
 /**
@@ -26,11 +27,11 @@ export interface RateLimiter {
  * hammering the API server while every other key proceeds at full speed.
  */
 export class ExponentialBackoffRateLimiter implements RateLimiter {
-  private readonly failures = new Map<string, number>();
-
+  /** `failures` may be a slot of a controller's ObjectMemory, so forgetting the object resets it. */
   constructor(
     private readonly baseMs = 5,
     private readonly maxMs = 1_000_000,
+    private readonly failures: KeyedStore<number> = new Map<string, number>(),
   ) {}
 
   when(key: string): number {
