@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Builds, with buildah and without any registry, the images the real node (test/harness/node) runs, and
-# prints on the last line of stdout the folder holding one docker-archive per image:
+# Builds, with buildah and without any registry, the images the real node (test/harness/node) runs, one
+# docker-archive each (<name>-<key>.tar), and prints on the last line of stdout the folder holding them:
 #
-#   pause.tar   registry.k8s.io/pause:3.10.2       the pod sandbox, kubernetes' own pause.c compiled static
-#   base.tar    docker.io/library/node:<v>-slim    stand-in for the Dockerfile's FROM: Debian minbase + the
-#                                                  Node of the npm `node` package the project pins + npm
-#   aro.tar     localhost/aro:<key>                the project's Dockerfile, unchanged (`buildah bud`)
-#   runner.tar  localhost/aro-runner:<key>         the base + runner-program.ts (a runner against the simulator)
+#   pause   registry.k8s.io/pause:3.10.2       the pod sandbox, kubernetes' own pause.c compiled static
+#   base    docker.io/library/node:<v>-slim    stand-in for the Dockerfile's FROM: Debian minbase + the
+#                                              Node of the npm `node` package the project pins + npm
+#   aro     localhost/aro:<key>                the project's Dockerfile, unchanged (`buildah bud`)
+#   runner  localhost/aro-runner:<key>         the base + runner-program.ts (a runner against the simulator)
 #
 # Each image is cached by content under ${ARO_ENVTEST_CACHE:-~/.cache/aro/envtest}/node-images/: its key
 # hashes everything it is built from (for aro, every file of the Dockerfile's build context), so a second
-# run rebuilds nothing and an edited source rebuilds only what it reaches. `images.env` in the output
-# folder names each image's reference and build time.
+# run rebuilds nothing and an edited source rebuilds only what it reaches. Each image's reference,
+# archive and build time are printed on stdout as `<name>_ref=...` lines.
 #
 # The build stage's `npm ci` reaches the npm registry through this machine's network; its CA bundle and an
 # npmrc naming it are mounted into RUN steps only, so nothing of them lands in an image. RUN steps use the
@@ -49,18 +49,29 @@ hash_of() { sha256sum | cut -c1-16; }
 # Raise when a recipe below changes in a way its inputs do not show (a flag, a step): every image rebuilds.
 recipe=1
 
-# An image is done when its archive and its key file are there; the key file is written last.
-have() { [ -f "$root/$1.tar" ] && [ "$(cat "$root/$1.key" 2>/dev/null)" = "$2" ]; }
+# An image is done when its archive is there, named by its key (renamed into place last). One archive per
+# key, not per name: runs of two checkouts at once (CI beside a developer's run) each import their own,
+# never one the other just overwrote. The newest few keys of each name are kept.
+archive() { echo "$root/$1-$2.tar"; } # name key
+have() {
+  [ -f "$(archive "$1" "$2")" ] && return 0
+  # A cache of the earlier one-archive-per-name layout ($name.tar + $name.key) is linked in, not rebuilt.
+  if [ -f "$root/$1.tar" ] && [ "$(cat "$root/$1.key" 2>/dev/null)" = "$2" ]; then
+    cp "$root/$1.seconds" "$root/$1-$2.seconds" 2>/dev/null || true
+    ln -f "$root/$1.tar" "$(archive "$1" "$2")" && return 0
+  fi
+  return 1
+}
 save() { # name key reference seconds
-  buildah "${S[@]}" push "$3" "docker-archive:$root/.$1.tar.tmp:$3" >&2 2>/dev/null || buildah "${S[@]}" push "$3" "docker-archive:$root/.$1.tar.tmp:$3" >&2
-  mv "$root/.$1.tar.tmp" "$root/$1.tar"
-  echo "$2" > "$root/$1.key"
-  echo "$3" > "$root/$1.ref"
-  echo "$4" > "$root/$1.seconds"
+  local tmp=$root/.$1-$2.tar.tmp.$$
+  buildah "${S[@]}" push "$3" "docker-archive:$tmp:$3" >&2 2>/dev/null || buildah "${S[@]}" push "$3" "docker-archive:$tmp:$3" >&2
+  echo "$4" > "$root/$1-$2.seconds"
+  mv "$tmp" "$(archive "$1" "$2")"
+  ls -t "$root/$1"-*.tar 2>/dev/null | tail -n +4 | while read -r old; do rm -f "$old" "${old%.tar}.seconds"; done
 }
 # The image must be in our storage for a later FROM; after a wiped storage it is loaded from its archive.
-ensure_in_storage() { # name reference
-  buildah "${S[@]}" inspect --type image "$2" >/dev/null 2>&1 || buildah "${S[@]}" pull -q "docker-archive:$root/$1.tar" >/dev/null
+ensure_in_storage() { # name reference key
+  buildah "${S[@]}" inspect --type image "$2" >/dev/null 2>&1 || buildah "${S[@]}" pull -q "docker-archive:$(archive "$1" "$3")" >/dev/null
 }
 mkdir -p "$root/work"
 
@@ -104,7 +115,7 @@ if ! have base "$base_key"; then
   rm -f "$root/work/rootfs.tar"
   save base "$base_key" "$base_ref" $(( $(date +%s) - began ))
 fi
-ensure_in_storage base "$base_ref"
+ensure_in_storage base "$base_ref" "$base_key"
 
 # --- aro: the project's Dockerfile, unchanged ---------------------------------------------------------
 # The key covers the Dockerfile and every file its build context holds (.dockerignore's allow-list, minus
@@ -140,12 +151,13 @@ if ! have runner "$runner_key"; then
   save runner "$runner_key" "$runner_ref" $(( $(date +%s) - began ))
 fi
 
-{
-  for name in pause base aro runner; do
-    echo "${name}_ref=$(cat "$root/$name.ref")"
-    echo "${name}_archive=$root/$name.tar"
-    echo "${name}_build_seconds=$(cat "$root/$name.seconds")"
-  done
-} > "$root/images.env"
+# What this run's images are, on stdout (not in a shared file another run could rewrite meanwhile).
+for image in "pause $pause_key $pause_ref" "base $base_key $base_ref" "aro $aro_key $aro_ref" "runner $runner_key $runner_ref"; do
+  set -- $image
+  touch "$(archive "$1" "$2")" # most recently used: kept by the next prune
+  echo "$1_ref=$3"
+  echo "$1_archive=$(archive "$1" "$2")"
+  echo "$1_build_seconds=$(cat "$root/$1-$2.seconds" 2>/dev/null || echo 0)"
+done
 step "images ready in $root"
 echo "$root"

@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cgroupHolderPid, nodeCgroups } from './node-cgroups';
+import { isLiveNodeHolder } from './node-processes';
 
 /**
  * What a real node must leave on the host as it found it: the kernel settings the kubelet writes, the
@@ -37,7 +39,8 @@ export interface HostState {
   iptables: Record<string, string[]>;
   links: string[];
   mounts: string[];
-  kubepodsCgroups: string[];
+  /** The kubelets' cgroup roots (node-cgroups.ts). */
+  nodeCgroups: string[];
 }
 
 function readSysctl(key: string): string {
@@ -73,13 +76,6 @@ function mountPoints(extraPrefixes: readonly string[]): string[] {
     .sort();
 }
 
-function kubepodsCgroups(): string[] {
-  if (!existsSync('/sys/fs/cgroup')) return [];
-  return readdirSync('/sys/fs/cgroup')
-    .map((h) => `/sys/fs/cgroup/${h}/kubepods`)
-    .filter((p) => existsSync(p));
-}
-
 /** `nodeDir`: the folder the node will live in, whose mounts are watched too. */
 export function captureHostState(nodeDirs: readonly string[] = []): HostState {
   return {
@@ -87,7 +83,7 @@ export function captureHostState(nodeDirs: readonly string[] = []): HostState {
     iptables: Object.fromEntries(IPTABLES_TABLES.map((t) => [t, iptablesRules(t)])),
     links: links(),
     mounts: mountPoints(nodeDirs),
-    kubepodsCgroups: kubepodsCgroups(),
+    nodeCgroups: nodeCgroups(),
   };
 }
 
@@ -108,7 +104,17 @@ export function hostChanges(before: HostState, after: HostState): string[] {
   }
   listDiff('network link', before.links, after.links);
   listDiff('mount', before.mounts, after.mounts);
-  listDiff('cgroup', before.kubepodsCgroups, after.kubepodsCgroups);
+  // Other runs' nodes may come and go meanwhile: a cgroup added is ours to answer for unless a live
+  // node owns it; one removed counts only when no node owned it.
+  for (const c of after.nodeCgroups) {
+    if (before.nodeCgroups.includes(c)) continue;
+    const holder = cgroupHolderPid(c);
+    if (holder === undefined || !isLiveNodeHolder(holder)) changes.push(`cgroup added: ${c}`);
+  }
+  for (const c of before.nodeCgroups) {
+    if (!after.nodeCgroups.includes(c) && cgroupHolderPid(c) === undefined)
+      changes.push(`cgroup removed: ${c}`);
+  }
   return changes;
 }
 

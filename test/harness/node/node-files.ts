@@ -93,12 +93,14 @@ export function cniConfig(dir: string): string {
   });
 }
 
-export function kubeletConfig(dir: string): string {
+/** `cgroupRoot`: the node's own (node-cgroups.ts), so two nodes on one host never share `/kubepods`. */
+export function kubeletConfig(dir: string, cgroupRoot: string): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # cgroup v1 host: refused by default since 1.35.
 failCgroupV1: false
 cgroupDriver: cgroupfs
+cgroupRoot: /${cgroupRoot}
 containerRuntimeEndpoint: unix://${containerdSocket(dir)}
 imageServiceEndpoint: unix://${containerdSocket(dir)}
 failSwapOn: false

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -40,8 +40,8 @@ export interface NodeArtifacts {
 /** The real node cannot run here; `reason` says what is missing, for a loud skip. */
 export class NodeUnavailable extends Error {}
 
-/** Runs one preparation script: its progress lines go to `log`, its last stdout line is the result. */
-function runScript(script: string, log: (line: string) => void): Promise<string> {
+/** Runs one preparation script: its progress lines go to `log`; resolves with its stdout lines. */
+function runScript(script: string, log: (line: string) => void): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [join(HERE, script)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -58,7 +58,7 @@ function runScript(script: string, log: (line: string) => void): Promise<string>
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code === 0) {
-        resolve(stdout.trim().split('\n').pop() ?? '');
+        resolve(stdout.trim().split('\n'));
       } else {
         reject(
           new NodeUnavailable(
@@ -70,10 +70,10 @@ function runScript(script: string, log: (line: string) => void): Promise<string>
   });
 }
 
-function readImages(dir: string): NodeImages {
+/** The `<name>_ref=...` lines build-images.sh prints. */
+function readImages(lines: readonly string[]): NodeImages {
   const env = Object.fromEntries(
-    readFileSync(join(dir, 'images.env'), 'utf8')
-      .split('\n')
+    lines
       .filter((line) => line.includes('='))
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
@@ -104,13 +104,13 @@ export async function prepareNode(log: (line: string) => void): Promise<NodeArti
   const unsupported = nodeUnsupportedReason();
   if (unsupported) throw new NodeUnavailable(unsupported);
   await runScript('install-packages.sh', log);
-  const binDir = await runScript('build-node-binaries.sh', log);
-  const imageDir = await runScript('build-images.sh', log);
+  const binDir = (await runScript('build-node-binaries.sh', log)).pop() ?? '';
+  const imageLines = await runScript('build-images.sh', log);
   return {
     cacheRoot: join(binDir, '..'),
     kubelet: join(binDir, 'kubelet'),
     kubeScheduler: join(binDir, 'kube-scheduler'),
-    images: readImages(imageDir),
+    images: readImages(imageLines),
     seconds: (Date.now() - began) / 1000,
   };
 }

@@ -82,6 +82,9 @@ export function podReady(pod: V1Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
+/** Thrown by a `waitUntil` check when what it sees cannot turn into what is awaited: the wait ends at once. */
+export class FatalWait extends Error {}
+
 export async function waitUntil(
   what: string,
   timeoutMs: number,
@@ -95,6 +98,8 @@ export async function waitUntil(
       if (result === true) return;
       last = result;
     } catch (err) {
+      if (err instanceof FatalWait)
+        throw new Error(`While waiting for ${what}: ${err.message}`, { cause: err });
       last = (err as Error).message;
     }
     await new Promise((resolve) => setTimeout(resolve, 500));

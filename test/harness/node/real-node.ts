@@ -1,12 +1,4 @@
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, type V1Node } from '@kubernetes/client-node';
@@ -24,12 +16,12 @@ import {
   NODE_NAME,
   NODE_NETWORK,
 } from './node-files';
+import { createNodeCgroup, nodeCgroupName, removeNodeCgroup } from './node-cgroups';
 import { NodeNamespace } from './node-namespace';
+import { killShims, sweepEarlierRuns } from './node-processes';
 import type { NodeArtifacts, NodeImage } from './prepare';
 
 const RELAY = join(__dirname, 'relay.ts');
-/** cgroup v1 hierarchies (and the unified one) where the kubelet makes its `kubepods` tree. */
-const CGROUP_ROOT = '/sys/fs/cgroup';
 
 export interface RealNodeOptions {
   plane: ControlPlaneInfo;
@@ -62,7 +54,8 @@ export interface RealNodeInfo {
  */
 export class RealNode {
   private readonly processes: ManagedProcess[] = [];
-  private readonly cgroupsBefore: Set<string>;
+  /** The kubelet's cgroup root (node-cgroups.ts), once made. */
+  private cgroup: string | undefined;
   private stopping: Promise<void> | undefined;
   private namespace: NodeNamespace | undefined;
   info!: RealNodeInfo;
@@ -71,9 +64,7 @@ export class RealNode {
     private readonly options: RealNodeOptions,
     readonly dir: string,
     private readonly pidFile: string,
-  ) {
-    this.cgroupsBefore = new Set(kubepodsCgroups());
-  }
+  ) {}
 
   static async start(options: RealNodeOptions): Promise<RealNode> {
     const dir = join(options.plane.runDir, 'node');
@@ -97,11 +88,15 @@ export class RealNode {
     const began = Date.now();
     const since = (): string => `${((Date.now() - began) / 1000).toFixed(1)} s`;
     const { plane, artifacts } = this.options;
+    for (const line of await sweepEarlierRuns()) this.log(`cleaned up after an earlier run: ${line}`);
     for (const sub of ['containerd', 'cni/net.d', 'cni/ipam', 'kubelet', 'kubelet-pki', 'pki', 'relay']) {
       mkdirSync(join(this.dir, sub), { recursive: true });
     }
     this.namespace = await NodeNamespace.create(this.dir, this.pidFile);
     const ns = this.namespace;
+    const cgroup = nodeCgroupName(ns.holder.pid);
+    this.cgroup = cgroup;
+    createNodeCgroup(cgroup);
 
     // The apiserver, on the host's loopback, at the `kubernetes` Service address inside the node.
     const apiPort = Number(new URL(plane.server).port);
@@ -130,6 +125,13 @@ export class RealNode {
       this.log(`removed ${leftover.length} containers an earlier run left in ${root}`);
     }
     const present = new Set((await ns.exec(this.ctr('images', 'ls', '-q'))).split('\n').filter(Boolean));
+    // Images of earlier content keys would pile up in a kept root (~0.5 GB each): only this run's stay.
+    const wanted = new Set(Object.values(artifacts.images).map((i: NodeImage) => i.ref));
+    const stale = [...present].filter((ref) => ref.startsWith('localhost/aro') && !wanted.has(ref));
+    if (stale.length > 0) {
+      await ns.exec(this.ctr('images', 'rm', ...stale), 120_000);
+      this.log(`removed ${stale.length} images of earlier builds from ${root}`);
+    }
     for (const image of Object.values(artifacts.images) as NodeImage[]) {
       if (image === artifacts.images.base) continue; // only a build-time FROM; no pod runs it
       if (present.has(image.ref)) {
@@ -157,7 +159,7 @@ export class RealNode {
       cert.certPath,
       cert.keyPath,
     );
-    writeFileSync(join(this.dir, 'kubelet', 'config.yaml'), kubeletConfig(this.dir));
+    writeFileSync(join(this.dir, 'kubelet', 'config.yaml'), kubeletConfig(this.dir, cgroup));
     const kubelet = await this.startInside('kubelet', artifacts.kubelet, [
       `--config=${join(this.dir, 'kubelet', 'config.yaml')}`,
       `--kubeconfig=${kubeletKubeconfig}`,
@@ -229,22 +231,25 @@ export class RealNode {
   }
 
   /**
-   * containerd's root (content store and snapshots): the shared one under the build cache when no other
-   * node holds it, so imported images survive the run (an import of the aro image is ~40 s); a fresh
-   * one in the node's folder otherwise. The hold is a `flock` process that lives as long as the node.
+   * containerd's root (content store and snapshots): one of a few kept under the build cache, the first no
+   * other node holds, so imported images survive the run (an import of the aro image is 40-85 s) even
+   * with two runs at once (CI beside a person's run); a fresh one in the node's folder when all are held.
+   * The hold is a `flock` process that lives as long as the node.
    */
   private async containerdRoot(): Promise<string> {
     const shared = join(this.options.artifacts.cacheRoot, 'node-containerd');
     mkdirSync(shared, { recursive: true });
-    const lock = await this.start('containerd-root-lock', 'flock', [
-      '-n',
-      join(shared, '.lock'),
-      'sleep',
-      'infinity',
-    ]);
-    await sleep(300);
-    if (lock.running) return join(shared, 'root');
-    this.log(`another node holds ${shared}; using a fresh containerd root (images imported again)`);
+    for (const slot of ['', '-1', '-2']) {
+      const lock = await this.start(`containerd-root-lock${slot}`, 'flock', [
+        '-n',
+        join(shared, `.lock${slot}`),
+        'sleep',
+        'infinity',
+      ]);
+      await sleep(300);
+      if (lock.running) return join(shared, `root${slot}`);
+    }
+    this.log(`other nodes hold every root in ${shared}; using a fresh one (images imported again)`);
     return join(this.dir, 'containerd', 'root');
   }
 
@@ -331,7 +336,7 @@ export class RealNode {
       killShims(containerdSocket(this.dir));
       for (const p of [...this.processes].reverse()) await p.stop(10_000);
       await this.namespace?.destroy();
-      removeCgroups(this.cgroupsBefore);
+      if (this.cgroup) removeNodeCgroup(this.cgroup);
       this.log(`stopped in ${((Date.now() - began) / 1000).toFixed(1)} s`);
     })();
     return this.stopping;
@@ -359,78 +364,4 @@ async function waitFor(
     await sleep(250);
   }
   throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}: ${detail() || lastError}`);
-}
-
-/** Process ids with their parent and command line, from /proc. */
-function processTable(): { pid: number; ppid: number; cmdline: string }[] {
-  const rows: { pid: number; ppid: number; cmdline: string }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      rows.push({ pid: Number(entry), ppid, cmdline });
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return rows;
-}
-
-/**
- * Kills the node's container shims and everything under them. A shim re-parents itself to init and
- * outlives containerd, so it is found by the one thing that is only ours: our containerd's socket path
- * on its command line.
- */
-function killShims(socket: string): void {
-  const table = processTable();
-  const shims = table.filter((p) => p.cmdline.includes('containerd-shim') && p.cmdline.includes(socket));
-  const doomed = new Set(shims.map((p) => p.pid));
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const p of table) {
-      if (doomed.has(p.ppid) && !doomed.has(p.pid)) {
-        doomed.add(p.pid);
-        grew = true;
-      }
-    }
-  }
-  for (const pid of doomed) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
-/** Every `kubepods` cgroup folder under /sys/fs/cgroup/<hierarchy>/. */
-function kubepodsCgroups(): string[] {
-  if (!existsSync(CGROUP_ROOT)) return [];
-  return readdirSync(CGROUP_ROOT)
-    .map((h) => join(CGROUP_ROOT, h, 'kubepods'))
-    .filter((p) => existsSync(p));
-}
-
-/** Removes the kubelet's cgroup trees that were not there before the node started (deepest first). */
-function removeCgroups(before: Set<string>): void {
-  const removeTree = (dir: string): void => {
-    for (const entry of readdirSync(dir)) {
-      const child = join(dir, entry);
-      try {
-        if (statSync(child).isDirectory()) removeTree(child);
-      } catch {
-        // Vanished meanwhile.
-      }
-    }
-    try {
-      rmdirSync(dir);
-    } catch {
-      // A process still in it (it will be reported by the host check) or already gone.
-    }
-  };
-  for (const root of kubepodsCgroups()) {
-    if (!before.has(root)) removeTree(root);
-  }
 }
