@@ -34,6 +34,7 @@ module.exports = {
       displayName: 'unit',
       roots: ['<rootDir>/apps/', '<rootDir>/libs/', '<rootDir>/tools/'],
       testRegex: '.*\\.spec\\.ts$',
+      setupFilesAfterEnv: ['<rootDir>/test/harness/jest-unit-setup.ts'],
     },
     {
       ...common,

@@ -67,10 +67,19 @@ describe('Two AutoscalingRunnerSets resolving to one scale set', () => {
     );
     expect(refused.reason).toBe(ScaleSetReasons.scaleSetNameConflict);
     expect(refused.message).toContain(`already used by AutoscalingRunnerSet ${f.namespace}/${first}`);
-    const warnings = (await f.list<CoreV1Event>(EventKind)).filter(
-      (e) => e.involvedObject?.name === second && e.type === 'Warning',
+    // The Event is written by the recorder after the status, on its own: waited for, not read once (at
+    // load 40 the one read came before it).
+    const warning = await waitFor(
+      async () =>
+        (await f.list<CoreV1Event>(EventKind)).find(
+          (e) =>
+            e.involvedObject?.name === second &&
+            e.type === 'Warning' &&
+            e.reason === ScaleSetReasons.scaleSetNameConflict,
+        ),
+      { description: `a ${ScaleSetReasons.scaleSetNameConflict} Warning Event on ${second}` },
     );
-    expect(warnings.map((e) => e.reason)).toContain(ScaleSetReasons.scaleSetNameConflict);
+    expect(warning.message).toContain(first);
     const refusedArs = await readArs(second);
     expect(refusedArs?.metadata?.annotations?.[Annotations.runnerScaleSetId]).toBeUndefined();
     // No listener was made for it: nothing fights the first set's listener for the session.
