@@ -5,7 +5,11 @@ export type {
 } from './ephemeral-runner.reconciler';
 export * from './extensions';
 export * from './failure-backoff';
-export { OrphanRegistrationSweep, type OrphanRegistrationSweepOptions } from './orphan-sweep';
+export {
+  FIRST_AUDIT_DELAY_MS,
+  OrphanRegistrationSweep,
+  type OrphanRegistrationSweepOptions,
+} from './orphan-sweep';
 export { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 export { podTerminated, podReady, initContainerFailed, runnerContainerStatus } from './pod-state';
 export { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';

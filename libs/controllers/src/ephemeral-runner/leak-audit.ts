@@ -66,8 +66,11 @@ export class LeakAudit {
     };
   }
 
-  /** Records the pass's results; returns how many AutoscalingRunnerSets were written. */
-  async record(results: ScaleSetSweepResult[]): Promise<number> {
+  /**
+   * Records the pass's results; returns how many AutoscalingRunnerSets were written. `complete` is
+   * false for a pass over some scale sets only (first audits): the others keep their gauges.
+   */
+  async record(results: ScaleSetSweepResult[], complete = true): Promise<number> {
     const byKey = new Map<string, ScaleSetSweepResult>();
     for (const result of results) {
       for (const namespace of result.namespaces) byKey.set(`${namespace}|${result.runnerScaleSetId}`, result);
@@ -81,7 +84,7 @@ export class LeakAudit {
       );
     }
     let written = 0;
-    const published = new Set<string>();
+    const published = new Set<string>(complete ? [] : this.published);
     for (const ars of sets) {
       const id = Number(ars.metadata?.annotations?.[Annotations.runnerScaleSetId]);
       const result = byKey.get(`${ars.metadata?.namespace}|${id}`);

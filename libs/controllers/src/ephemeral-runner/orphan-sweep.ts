@@ -25,6 +25,8 @@ export interface OrphanRegistrationSweepOptions {
   registry?: Registry;
   /** Where each pass's findings go (the AutoscalingRunnerSets' `status.orphanSweep`); none in unit specs. */
   audit?: LeakAudit;
+  /** How soon a new scale set's first audit comes; default {@link FIRST_AUDIT_DELAY_MS}, at most the interval. */
+  firstAuditDelayMs?: number;
 }
 
 /** A scale set as the ledger knows it: one entry per namespace that registered runners on it. */
@@ -41,6 +43,11 @@ interface Candidate {
 }
 
 const DEFAULT_MAX_REMOVALS_PER_PASS = 50;
+/**
+ * How soon after a scale set enters the ledger (its first runner about to register) its first audit
+ * comes, at most: long enough for that registration to be made, so the audit counts it.
+ */
+export const FIRST_AUDIT_DELAY_MS = 10_000;
 /** The wait between passes varies by this fraction either way, so replicas and restarts spread out. */
 const JITTER = 0.2;
 
@@ -66,6 +73,10 @@ const JITTER = 0.2;
  * - checked again just before it is queued: the runners listed once more, the registration asked
  *   for by ID, so that neither a runner created meanwhile nor a removal done meanwhile is acted on;
  * - at most `maxRemovalsPerPass` per pass, the wait between passes jittered.
+ *
+ * A scale set new to the ledger gets its first audit within `firstAuditDelayMs` rather than at the
+ * next full pass, up to an interval later (see {@link runScheduled}): a pass over the new sets alone,
+ * judged by the same rules (an orphan it finds still waits out its grace).
  */
 export class OrphanRegistrationSweep implements Runnable {
   readonly name = 'orphan-registration-sweep';
@@ -81,11 +92,19 @@ export class OrphanRegistrationSweep implements Runnable {
   private lastPassHitCap = false;
   /** Whether the last pass failed, or could not list some scale set: it proved nothing about them. */
   private lastPassIncomplete = false;
+  private readonly firstAuditDelayMs: number;
+  /** Scale sets (by {@link scaleSetKey}) new to the ledger since the last pass: their first audit is due. */
+  private readonly awaitingFirstAudit = new Set<string>();
+  /** When the next pass over every scale set is due, in the scheduled runs. */
+  private fullPassDueAt = 0;
+  /** The leadership term (its signal) of the last scheduled run: a new term starts with a full pass. */
+  private term: AbortSignal | undefined;
 
   constructor(private readonly opts: OrphanRegistrationSweepOptions) {
     this.intervalMs = opts.intervalMs ?? 10 * 60_000;
     this.graceMs = opts.graceMs ?? 2 * 60_000;
     this.maxRemovals = Math.max(1, opts.maxRemovalsPerPass ?? DEFAULT_MAX_REMOVALS_PER_PASS);
+    this.firstAuditDelayMs = Math.min(this.intervalMs, opts.firstAuditDelayMs ?? FIRST_AUDIT_DELAY_MS);
     this.found = getOrCreateCounter(opts.registry ?? metricsRegistry(), {
       name: 'aro_orphan_registrations_total',
       help: 'Runner registrations found on the Actions service without an EphemeralRunner and queued for removal.',
@@ -103,6 +122,44 @@ export class OrphanRegistrationSweep implements Runnable {
     }
   }
 
+  /**
+   * Notes a scale set the ledger just remembered (its first runner is about to register); returns how
+   * soon the pass that audits it should run. Without this its first audit would wait for the next full
+   * pass, up to an interval away, and `kubectl describe` would show none until then.
+   */
+  awaitFirstAudit(entry: ScaleSetLedgerEntry): number {
+    this.awaitingFirstAudit.add(scaleSetKey(entry));
+    return this.firstAuditDelayMs;
+  }
+
+  /**
+   * One scheduled run (the leader's schedule calls it; it never throws): a pass over every scale set
+   * when one is due (at the start of a leadership term, then every interval), otherwise a pass over the
+   * scale sets awaiting their first audit alone, so an already-audited set costs no call before its
+   * next full pass. Resolves to the delay until the next run.
+   */
+  async runScheduled(signal: AbortSignal): Promise<number> {
+    const newTerm = signal !== this.term;
+    this.term = signal;
+    const full = newTerm || Date.now() >= this.fullPassDueAt;
+    // Taken before the pass: a set remembered during it gets a pass of its own, and a set the pass
+    // could not list is retried as any incomplete pass is, within the grace, not every few seconds.
+    const firstAudits = new Set(this.awaitingFirstAudit);
+    this.awaitingFirstAudit.clear();
+    if (full || firstAudits.size > 0) {
+      try {
+        await this.sweepOnce(signal, full ? undefined : firstAudits);
+      } catch (err) {
+        if (!signal.aborted) this.opts.logger.error('Orphan registration sweep failed', err);
+      }
+      const next = Date.now() + this.nextPassDelayMs();
+      // After a pass over the new sets alone, the full pass keeps its time unless a recheck is due sooner.
+      this.fullPassDueAt = full ? next : Math.min(this.fullPassDueAt, next);
+    }
+    const untilFull = this.fullPassDueAt - Date.now();
+    return this.awaitingFirstAudit.size > 0 ? Math.min(untilFull, this.firstAuditDelayMs) : untilFull;
+  }
+
   /** How long after a pass the next one is due, jittered so that replicas and restarts spread out. */
   nextPassDelayMs(): number {
     // A registration first seen in this pass is re-checked once its grace has passed, not a full
@@ -118,20 +175,29 @@ export class OrphanRegistrationSweep implements Runnable {
     return Math.max(1_000, base * (1 - JITTER + 2 * JITTER * Math.random()));
   }
 
-  /** One pass over every scale set this controller owns; returns how many registrations were queued for removal. */
-  async sweepOnce(signal?: AbortSignal): Promise<number> {
+  /**
+   * One pass over every scale set this controller owns, or over the scale sets `only` names (by
+   * {@link scaleSetKey}); returns how many registrations were queued for removal.
+   */
+  async sweepOnce(signal?: AbortSignal, only?: ReadonlySet<string>): Promise<number> {
     // Incomplete until the pass has looked at every scale set: a throw leaves it so.
     this.lastPassIncomplete = true;
     const results: ScaleSetSweepResult[] = [];
-    const queued = await this.pass(results, signal);
+    const queued = await this.pass(results, signal, only);
     this.lastPassHitCap = queued >= this.maxRemovals;
     // After the pass, from what it judged by: one status write per scale set at most, when it changed.
-    if (this.opts.audit && !signal?.aborted) await this.opts.audit.record(results);
+    if (this.opts.audit && !signal?.aborted) await this.opts.audit.record(results, only === undefined);
     return queued;
   }
 
-  private async pass(results: ScaleSetSweepResult[], signal?: AbortSignal): Promise<number> {
-    const scaleSets = this.ownedScaleSets(await this.opts.ledger.entries());
+  private async pass(
+    results: ScaleSetSweepResult[],
+    signal?: AbortSignal,
+    only?: ReadonlySet<string>,
+  ): Promise<number> {
+    const scaleSets = this.ownedScaleSets(await this.opts.ledger.entries()).filter(
+      (s) => only === undefined || only.has(s.key),
+    );
 
     // Registrations first, runners second. A runner exists before its registration (the reconciler
     // registers an existing EphemeralRunner), so every registration in the first list has its runner in
@@ -142,6 +208,9 @@ export class OrphanRegistrationSweep implements Runnable {
       const listing = await this.listRegistrations(scaleSet, signal);
       if (listing) listed.push([scaleSet, ...listing]);
     }
+    // What this pass can tell about an orphan seen before: nothing, for a scale set it does not list.
+    const judged = (orphanKey: string): boolean =>
+      only === undefined || listed.some(([s]) => orphanKey.startsWith(`${s.key}|`));
     const runners = listed.length === 0 ? [] : await this.watchedRunners();
     let runnerNames = new Set(runners.map((r) => r.metadata?.name ?? ''));
     const resultOf = new Map<OwnedScaleSet, ScaleSetSweepResult>();
@@ -164,7 +233,7 @@ export class OrphanRegistrationSweep implements Runnable {
     }
     this.lastPassIncomplete = listed.length < scaleSets.length;
     if (listed.length === 0) {
-      this.firstSeenOrphaned.clear();
+      for (const key of this.firstSeenOrphaned.keys()) if (judged(key)) this.firstSeenOrphaned.delete(key);
       return 0;
     }
 
@@ -196,7 +265,7 @@ export class OrphanRegistrationSweep implements Runnable {
       }
     }
     for (const key of this.firstSeenOrphaned.keys()) {
-      if (!stillOrphaned.has(key)) this.firstSeenOrphaned.delete(key);
+      if (!stillOrphaned.has(key) && judged(key)) this.firstSeenOrphaned.delete(key);
     }
     if (due.length === 0) return 0;
 
@@ -241,7 +310,7 @@ export class OrphanRegistrationSweep implements Runnable {
   private ownedScaleSets(entries: ScaleSetLedgerEntry[]): OwnedScaleSet[] {
     const byScaleSet = new Map<string, OwnedScaleSet>();
     for (const entry of entries) {
-      const key = JSON.stringify([entry.githubConfigUrl.replace(/\/+$/, ''), entry.runnerScaleSetId]);
+      const key = scaleSetKey(entry);
       let scaleSet = byScaleSet.get(key);
       if (!scaleSet) {
         scaleSet = { key, runnerScaleSetId: entry.runnerScaleSetId, entries: [] };
@@ -325,4 +394,9 @@ export class OrphanRegistrationSweep implements Runnable {
     }
     return current.name === registration.name && current.runnerScaleSetId === scaleSet.runnerScaleSetId;
   }
+}
+
+/** A scale set's identity across the namespaces that register runners on it. */
+function scaleSetKey(entry: ScaleSetLedgerEntry): string {
+  return JSON.stringify([entry.githubConfigUrl.replace(/\/+$/, ''), entry.runnerScaleSetId]);
 }

@@ -68,6 +68,7 @@ function keyOf(entry: ScaleSetLedgerEntry): string {
 export class ScaleSetLedger {
   private readonly known = new Set<string>();
   private loaded: Promise<void> | undefined;
+  private readonly rememberedListeners: Array<(entry: ScaleSetLedgerEntry) => void> = [];
 
   constructor(private readonly opts: ScaleSetLedgerOptions) {}
 
@@ -94,6 +95,12 @@ export class ScaleSetLedger {
       runnerNamespace: entry.namespace,
       runnerScaleSetId: entry.runnerScaleSetId,
     });
+    for (const listener of this.rememberedListeners) listener(entry);
+  }
+
+  /** Calls `listener` with each entry this process adds to the ledger (a scale set new in a namespace). */
+  onRemembered(listener: (entry: ScaleSetLedgerEntry) => void): void {
+    this.rememberedListeners.push(listener);
   }
 
   /** Every scale set remembered, read from the API server. */

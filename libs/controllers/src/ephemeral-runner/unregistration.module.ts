@@ -53,25 +53,17 @@ export class UnregistrationWorkers implements OnModuleInit {
     private readonly manager: Manager,
     private readonly queue: UnregistrationQueue,
     sweep: OrphanRegistrationSweep,
+    ledger: ScaleSetLedger,
     scheduler: SchedulerRegistry,
     @Inject(LOGGER) logger: Logger,
   ) {
-    const log = logger.child({ component: 'orphan-registration-sweep' });
     this.sweepSchedule = new LeaderSchedule(
       scheduler,
-      {
-        name: sweep.name,
-        runOnce: async (signal) => {
-          try {
-            await sweep.sweepOnce(signal);
-          } catch (err) {
-            if (!signal.aborted) log.error('Orphan registration sweep failed', err);
-          }
-          return sweep.nextPassDelayMs();
-        },
-      },
-      log,
+      { name: sweep.name, runOnce: (signal) => sweep.runScheduled(signal) },
+      logger.child({ component: 'orphan-registration-sweep' }),
     );
+    // A scale set's first audit soon after its first runner registers, not up to an interval later.
+    ledger.onRemembered((entry) => this.sweepSchedule.runWithin(sweep.awaitFirstAudit(entry)));
   }
 
   onModuleInit(): void {

@@ -26,6 +26,8 @@ const MIN_DELAY_MS = 1_000;
  */
 export class LeaderSchedule implements Runnable {
   readonly needLeaderElection = true;
+  /** While leading: brings the next pass forward; undefined otherwise. */
+  private bringForward: ((delayMs: number) => void) | undefined;
 
   constructor(
     private readonly scheduler: SchedulerRegistry,
@@ -42,24 +44,53 @@ export class LeaderSchedule implements Runnable {
     return this.scheduler.doesExist('timeout', this.task.name);
   }
 
+  /**
+   * Has the next pass run within `delayMs` (never sooner than the floor), when it is due later: work
+   * that a pass should see soon, without waiting for the task's own cadence. Requests made during a
+   * pass apply to the pass after it; many requests make one pass. A no-op while not leading (the pass at
+   * election sees the work).
+   */
+  runWithin(delayMs: number): void {
+    this.bringForward?.(delayMs);
+  }
+
   async start(stop: AbortSignal, cancel?: AbortSignal): Promise<void> {
     const signal = cancel ? AbortSignal.any([stop, cancel]) : stop;
     let pass: Promise<void> = Promise.resolve();
+    /** When the scheduled pass is due; undefined while a pass runs. */
+    let dueAt: number | undefined;
+    /** The earliest pass asked for while one was running. */
+    let requestedAt = Infinity;
+    const scheduleAfterPass = (delayMs: number): void => {
+      const at = Date.now() + Math.max(MIN_DELAY_MS, Math.min(delayMs, requestedAt - Date.now()));
+      requestedAt = Infinity;
+      dueAt = at;
+      this.schedule(at - Date.now(), stop, runPass);
+    };
     const runPass = (): void => {
       this.unschedule();
-      pass = this.task.runOnce(signal).then(
-        (delayMs) => this.schedule(delayMs, stop, runPass),
-        (err: unknown) => {
-          if (!signal.aborted) this.logger.error('Scheduled task failed', err, { task: this.task.name });
-          this.schedule(this.task.afterFailureMs ?? 60_000, stop, runPass);
-        },
-      );
+      dueAt = undefined;
+      pass = this.task.runOnce(signal).then(scheduleAfterPass, (err: unknown) => {
+        if (!signal.aborted) this.logger.error('Scheduled task failed', err, { task: this.task.name });
+        scheduleAfterPass(this.task.afterFailureMs ?? 60_000);
+      });
+    };
+    this.bringForward = (delayMs) => {
+      if (stop.aborted) return;
+      const at = Date.now() + Math.max(MIN_DELAY_MS, delayMs);
+      if (dueAt === undefined) requestedAt = Math.min(requestedAt, at);
+      else if (at < dueAt) {
+        this.unschedule();
+        dueAt = at;
+        this.schedule(at - Date.now(), stop, runPass);
+      }
     };
     runPass();
     await new Promise<void>((resolve) => {
       if (stop.aborted) resolve();
       else stop.addEventListener('abort', () => resolve(), { once: true });
     });
+    this.bringForward = undefined;
     this.unschedule();
     await pass;
     this.unschedule();
@@ -67,7 +98,7 @@ export class LeaderSchedule implements Runnable {
 
   private schedule(delayMs: number, stop: AbortSignal, run: () => void): void {
     if (stop.aborted) return;
-    const timer = setTimeout(run, Math.max(MIN_DELAY_MS, delayMs));
+    const timer = setTimeout(run, Math.max(0, delayMs));
     timer.unref();
     this.scheduler.addTimeout(this.task.name, timer);
   }
