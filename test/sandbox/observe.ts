@@ -1,6 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { KubernetesObject, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EphemeralRunnerSet, EphemeralRunnerSetKind, Labels } from '@aro/api';
+import {
+  AutoscalingRunnerSet,
+  AutoscalingRunnerSetKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+  Labels,
+} from '@aro/api';
 import { KubeClient, PodKind, SecretKind } from '@aro/kube';
 import { CONTROLLER_NAMESPACE, RUNNER_NAMESPACE } from './charts';
 
@@ -98,4 +104,21 @@ export async function leftOf(
 export async function desiredReplicas(kube: KubeClient): Promise<number> {
   const sets = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: RUNNER_NAMESPACE });
   return sets.reduce((sum, s) => sum + (s.spec?.replicas ?? 0), 0);
+}
+
+/**
+ * Each AutoscalingRunnerSet's leak audit (`status.orphanSweep`, what `kubectl describe` shows), one line
+ * per set: read at the end of the workload, before the uninstall removes the sets.
+ */
+export async function leakAudits(kube: KubeClient): Promise<string[]> {
+  const sets = await kube.list<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, {
+    namespace: RUNNER_NAMESPACE,
+  });
+  return sets.map((ars) => {
+    const a = ars.status?.orphanSweep;
+    const figures = a
+      ? `registrations ${a.registrations}, runners ${a.runners}, orphans ${a.orphans}, removed ${a.orphansRemoved} (pass ${a.lastPassTime})`
+      : 'no audit yet';
+    return `${ars.metadata?.name}: ${figures}`;
+  });
 }

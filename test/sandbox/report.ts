@@ -23,6 +23,8 @@ export interface SandboxReport {
   kubeWrites: number;
   actionsCalls: number;
   registrationsLeft: number;
+  /** Each scale set's leak audit (`status.orphanSweep`) at the end of the workload, one line per set. */
+  leakAudit?: string[];
   /** Pods and secrets left in the runner and controller namespaces once the scale set is uninstalled. */
   podsLeft: number;
   secretsLeft: number;
@@ -68,6 +70,7 @@ export function renderReport(r: SandboxReport): string {
     ['controllers ran as', identityRow(r, 'controller')],
     ['listeners ran as', identityRow(r, 'listener')],
     ['RBAC refusals in their logs', String(r.refusals.length)],
+    ...(r.leakAudit ?? []).map((line): [string, string] => ['leak audit at the end of the workload', line]),
     ['registrations left on the service', String(r.registrationsLeft)],
     ['pods and secrets left', `${r.podsLeft + r.secretsLeft} (${r.podsLeft} pods, ${r.secretsLeft} secrets)`],
     [

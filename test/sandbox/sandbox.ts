@@ -26,7 +26,7 @@ import type { SandboxOptions } from './options';
 import { ProgressView, jobCounts, type Snapshot } from './progress';
 import { keepInstructions, type Identity, type SandboxReport } from './report';
 import { drainScaleSet } from './drain';
-import { forbiddenLines, leftOf } from './observe';
+import { forbiddenLines, leakAudits, leftOf } from './observe';
 import { percentile } from './stats';
 import { Workload } from './workload';
 import { SIMULATOR_PORT, startSandboxSimulator } from './simulator';
@@ -359,6 +359,8 @@ export async function runSandbox(
       }
     }
 
+    const leakAudit = await leakAudits(kube).catch((err: Error) => [`could not read: ${err.message}`]);
+
     // Drain: `helm uninstall` of the scale set; the controller releases its runners, its listener and
     // its registrations, then the chart's protected objects; whatever it leaves behind is counted.
     // Skipped after a Ctrl-C of a run without --keep: the person wants it stopped, not tidied.
@@ -411,6 +413,7 @@ export async function runSandbox(
       kubeWrites: observer.kubeWriteCount,
       actionsCalls: observer.actionsCalls(),
       registrationsLeft: sim.registrations().length,
+      leakAudit,
       podsLeft: left.pods.length,
       secretsLeft: left.secrets.length,
       podsAndSecretsLeft: [...left.pods, ...left.secrets],

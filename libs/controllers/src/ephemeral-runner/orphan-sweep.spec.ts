@@ -3,7 +3,7 @@ import type { EphemeralRunner } from '@aro/api';
 import type { ActionsServiceClient, RunnerReference } from '@aro/actions';
 import type { Reader } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
-import { OrphanRegistrationSweep } from './orphan-sweep';
+import { FIRST_AUDIT_DELAY_MS, OrphanRegistrationSweep } from './orphan-sweep';
 import type { ScaleSetLedger } from './scale-set-ledger';
 import type { UnregistrationQueue } from './unregistration-queue';
 
@@ -95,5 +95,57 @@ describe('OrphanRegistrationSweep pacing', () => {
     const s = sweep([orphan], [], { ledger: new Error('etcd: storage is (re)initializing') });
     await expect(s.sweepOnce()).rejects.toThrow(/storage is \(re\)initializing/);
     expectRecheckAfterGrace(s);
+  });
+});
+
+/**
+ * A new scale set's first audit: soon, and paid for by the new set alone, so that a fleet of audited
+ * sets costs the Actions service nothing more than its full passes.
+ */
+describe('OrphanRegistrationSweep first audits', () => {
+  const INTERVAL_MS = 600_000;
+  const entry = (runnerScaleSetId: number) => ({
+    namespace: 'ns',
+    githubConfigUrl: 'https://github.com/octo',
+    githubConfigSecret: 'gh',
+    runnerScaleSetId,
+  });
+
+  it('lists only the new scale set within the first-audit delay, and keeps the full pass at its time', async () => {
+    const ledgerEntries = [entry(1)];
+    /** The scale sets the service was asked to list, in order: what the passes cost it. */
+    const listed: number[] = [];
+    const client = {
+      listRunners: async (id: number) => (listed.push(id), []),
+    } as unknown as ActionsServiceClient;
+    const s = new OrphanRegistrationSweep({
+      reader: { list: async () => [] } as unknown as Reader,
+      actions: { getActionsClient: async () => client },
+      queue: { push: () => true } as unknown as UnregistrationQueue,
+      ledger: { entries: async () => ledgerEntries } as unknown as ScaleSetLedger,
+      logger: silentLogger,
+      intervalMs: INTERVAL_MS,
+      graceMs: 120_000,
+      registry: new Registry(),
+    });
+    const term = new AbortController().signal;
+
+    // The pass at election covers every set; the next full pass is an interval away.
+    expect(await s.runScheduled(term)).toBeGreaterThanOrEqual(INTERVAL_MS * 0.8);
+    expect(listed).toEqual([1]);
+
+    ledgerEntries.push(entry(2));
+    expect(s.awaitFirstAudit(entry(2))).toBe(FIRST_AUDIT_DELAY_MS);
+    const afterFirstAudit = await s.runScheduled(term);
+    expect(listed).toEqual([1, 2]);
+    expect(afterFirstAudit).toBeGreaterThan(INTERVAL_MS * 0.7);
+
+    // Nothing new and the full pass not due: a run lists nothing.
+    await s.runScheduled(term);
+    expect(listed).toEqual([1, 2]);
+
+    // A new leadership term starts with a full pass.
+    await s.runScheduled(new AbortController().signal);
+    expect(listed).toEqual([1, 2, 1, 2]);
   });
 });
