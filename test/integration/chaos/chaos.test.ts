@@ -61,4 +61,46 @@ describe('npm run chaos, three short seeded runs', () => {
       }),
     );
   });
+
+  /*
+   * Shared listener mode (#27 failover): `npm run chaos -- --listener-mode shared --seed 23 --jobs 25
+   * --max-runners 5 --duration 1 --faults 3-3`. The replica holding the scale set's session is killed
+   * (SIGKILL, no session deleted) at 46 %, then the leader twice; the other replica (or the killed one,
+   * restarted as its Deployment would) must take the session over once the service expires it, with
+   * every invariant held.
+   */
+  it('seed 23, shared listener mode: the session holder killed, taken over, every invariant holds', async () => {
+    const run: ChaosRun = await runChaos(
+      23,
+      {
+        jobs: 25,
+        maxRunners: 5,
+        duration: 1,
+        rate: 4,
+        minFaults: 3,
+        maxFaults: 3,
+        listenerMode: 'shared',
+        timeoutSeconds: 600,
+      },
+      join(logs, 'seed-23-shared.log'),
+    );
+    process.stderr.write(
+      `chaos seed 23 shared: ${run.faults.map((f) => `${describeFault(f.fault)} -> ${f.outcome}`).join('; ')}; ` +
+        `session taken over by ${run.sessionTakeovers.join(', ') || '(none seen)'}\n`,
+    );
+    expect(run.faults[0]).toMatchObject({
+      fault: { kind: 'kill-listener' },
+      hit: true,
+      outcome: expect.stringMatching(/^shared listener replica arc-gha-rs-controller-shared-listener-[01]$/),
+    });
+    expect(run.violations).toEqual([]);
+    expect(run.report).toMatchObject({ jobs: 25, unfinished: 0, processesLeft: 0, tempFoldersLeft: 0 });
+    expect(run.sessionTakeovers).toHaveLength(1);
+    // The sessions ran as the shared Deployment's account; no listener pod was played.
+    expect(run.report.identities.filter((i) => i.who === 'listener')).toEqual([
+      expect.objectContaining({
+        user: 'system:serviceaccount:arc-systems:arc-gha-rs-controller-shared-listener',
+      }),
+    ]);
+  });
 });
