@@ -7,7 +7,7 @@ import { CLASSIC_KINDS, FAULT_KINDS, describeFault } from '../../chaos/schedule'
 jest.setTimeout(1_200_000);
 
 /*
- * `npm run chaos` in short: three seeded runs of the whole product (control plane, simulator, the
+ * `npm run chaos` in short: four seeded runs of the whole product (control plane, simulator, the
  * controller chart's two replicas, the scale-set chart under the longest name the chart allows, the
  * listener and runner players), 25 jobs each with two or three faults, and the five invariants read
  * from the apiserver and the simulator. The seeds are fixed so that a failure here replays with
@@ -17,9 +17,9 @@ jest.setTimeout(1_200_000);
  * player's missing kubelet confirmation, runner-player-kubelet.test.ts); seed 17: a busy runner pod
  * deleted (when one is busy at that moment), the listener killed, connections reset for 10 s; seed
  * 10: 429s for 6 s, then kube-apiserver and etcd each killed with SIGKILL and started again on their
- * data 7 s and 3 s later.
+ * data 7 s and 3 s later. The fourth, in shared listener mode, is below.
  */
-describe('npm run chaos, three short seeded runs', () => {
+describe('npm run chaos, four short seeded runs', () => {
   let logs: string;
   beforeAll(() => {
     logs = mkdtempSync(join(tmpdir(), 'aro-chaos-test-'));
