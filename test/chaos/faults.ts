@@ -4,6 +4,7 @@ import { PodKind } from '@aro/kube';
 import type { FaultWindowKind } from '../../apps/simulator/src';
 import type { ControlPlaneMemberName } from '../harness/control-plane';
 import { RUNNER_NAMESPACE } from '../sandbox/charts';
+import { killListener } from '../sandbox/chaos-kills';
 import type { SandboxParts } from '../sandbox/sandbox';
 import { describeFault, type PlannedFault } from './schedule';
 
@@ -41,8 +42,11 @@ export async function inject(parts: SandboxParts, fault: PlannedFault): Promise<
         return victim ? done(true, victim) : done(false, 'no standby running');
       }
       case 'kill-listener': {
-        const victim = await parts.listeners.killOne();
-        return victim ? done(true, victim.pod) : done(false, 'no listener running');
+        // Shared mode: the replica holding the scale set's session (sandbox/chaos-kills.ts).
+        const victim = await killListener(parts);
+        if (!victim)
+          return done(false, parts.sharedListeners ? 'no replica holds the session' : 'no listener running');
+        return done(true, victim.shared ? `shared listener replica ${victim.name}` : victim.name);
       }
       case 'server-errors':
       case 'throttled':

@@ -21,6 +21,8 @@ const USAGE = `usage: npm run chaos -- [options]
   --faults MIN-MAX  faults per run (default ${DEFAULT_CHAOS.minFaults}-${DEFAULT_CHAOS.maxFaults})
   --kinds K,K       only these faults (default all: ${FAULT_KINDS.join(', ')});
                     'classic' = the eleven before the restarts (the schedules seeds drew before them)
+  --listener-mode M pod (default: a listener pod per scale set) or shared (the controller chart's shared
+                    listener Deployment; kill-listener then kills the replica holding the session)
   --timeout S       give up on a run's workload after S seconds (default ${DEFAULT_CHAOS.timeoutSeconds})
   --results FILE    append each run as a JSON line to FILE
   --logs DIR        each run's sandbox output (default $TMPDIR/aro-chaos); kept for failing runs only
@@ -47,6 +49,7 @@ function parse(argv: string[]): Cli | 'help' {
       rate: { type: 'string' },
       faults: { type: 'string' },
       kinds: { type: 'string' },
+      'listener-mode': { type: 'string' },
       timeout: { type: 'string' },
       results: { type: 'string' },
       logs: { type: 'string' },
@@ -80,6 +83,10 @@ function parse(argv: string[]): Cli | 'help' {
   const unknown = kinds?.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k)) ?? [];
   if (unknown.length > 0)
     throw new Error(`--kinds: unknown ${unknown.join(', ')}; known: ${FAULT_KINDS.join(', ')}`);
+  const listenerMode = values['listener-mode'] ?? 'pod';
+  if (listenerMode !== 'pod' && listenerMode !== 'shared') {
+    throw new Error(`--listener-mode ${listenerMode}: must be pod or shared`);
+  }
   return {
     seed: num('seed', values.seed, Math.floor(Math.random() * 1_000_000), whole),
     runs: num('runs', values.runs, 1, (n) => whole(n) && n > 0),
@@ -96,6 +103,7 @@ function parse(argv: string[]): Cli | 'help' {
       minFaults,
       maxFaults,
       ...(kinds ? { kinds: kinds as FaultKind[] } : {}),
+      listenerMode,
       timeoutSeconds: num('timeout', values.timeout, DEFAULT_CHAOS.timeoutSeconds, (n) => n > 0),
     },
     ...(values.results ? { results: values.results } : {}),
@@ -119,14 +127,20 @@ export function replayCommand(seed: number, argv: readonly string[]): string {
   return ['npm run chaos --', '--seed', String(seed), ...kept].join(' ');
 }
 
-/** The run's line: seed, faults (a miss in brackets), time, and each invariant. */
+/** The run's line: seed, listener mode, faults (a miss in brackets), time, and each invariant. */
 export function runLine(run: ChaosRun): string {
   const faults = run.faults.map((f) => (f.hit ? describeFault(f.fault) : `[${describeFault(f.fault)}]`));
   const broken = new Set(run.violations.map((v) => v.invariant));
   const invariants = INVARIANTS.map((name) => `${name} ${broken.has(name) ? 'FAIL' : 'ok'}`).join(', ');
+  const killedHolder =
+    run.listenerMode === 'shared' && run.faults.some((f) => f.hit && f.fault.kind === 'kill-listener');
+  // Shared mode: who took the killed replica's session over, and when (none seen: the workload ended first).
+  const takeovers = killedHolder
+    ? ` | session taken over by ${run.sessionTakeovers.join(', ') || '(none seen during the workload)'}`
+    : '';
   return (
-    `seed ${run.seed} | ${run.jobs} jobs in ${formatDuration(run.workloadMs)} (run ${formatDuration(run.wallMs)}) | ` +
-    `faults ${faults.join(' ') || '(none)'} | peak runners ${run.highWater.runners} | ${invariants}`
+    `seed ${run.seed} | listener ${run.listenerMode} | ${run.jobs} jobs in ${formatDuration(run.workloadMs)} (run ${formatDuration(run.wallMs)}) | ` +
+    `faults ${faults.join(' ') || '(none)'}${takeovers} | peak runners ${run.highWater.runners} | ${invariants}`
   );
 }
 
@@ -146,7 +160,7 @@ async function main(): Promise<number> {
   const o = cli.options;
   process.stdout.write(
     `ARO chaos: ${cli.runs} runs from seed ${cli.seed}; ${o.jobs} jobs each at ${o.rate}/s, ${o.duration} s each, ` +
-      `maxRunners ${o.maxRunners}, ${o.minFaults}-${o.maxFaults} faults per run\n`,
+      `maxRunners ${o.maxRunners}, ${o.minFaults}-${o.maxFaults} faults per run, listener mode ${o.listenerMode ?? 'pod'}\n`,
   );
   const runs: ChaosRun[] = [];
   const harnessFailures: number[] = [];
@@ -177,12 +191,14 @@ async function main(): Promise<number> {
         cli.results,
         `${JSON.stringify({
           seed,
+          listenerMode: run.listenerMode,
           jobs: run.jobs,
           workloadMs: run.workloadMs,
           wallMs: run.wallMs,
           faults: run.faults.map((f) => ({ ...f.fault, hit: f.hit, outcome: f.outcome })),
           violations: run.violations,
           highWater: run.highWater,
+          sessionTakeovers: run.sessionTakeovers,
         })}\n`,
       );
     }

@@ -18,6 +18,7 @@ import {
   type Violation,
 } from './invariants';
 import { planFaults, type FaultKind } from './schedule';
+import { SessionTakeover } from './session-takeover';
 
 /**
  * The scale set's name in every chaos run: 45 characters, the longest the scale-set chart allows, so
@@ -36,6 +37,11 @@ export interface ChaosOptions {
   minFaults: number;
   maxFaults: number;
   kinds?: readonly FaultKind[];
+  /**
+   * `pod` (default): a listener pod per scale set; `shared`: the controller chart's shared listener
+   * Deployment, whose replica holding the session is what `kill-listener` kills.
+   */
+  listenerMode?: 'pod' | 'shared';
   /** Give up on a run's workload after this many seconds (its unfinished jobs are a violation). */
   timeoutSeconds: number;
 }
@@ -52,6 +58,7 @@ export const DEFAULT_CHAOS: ChaosOptions = {
 
 export interface ChaosRun {
   seed: number;
+  listenerMode: 'pod' | 'shared';
   faults: InjectedFault[];
   /** From the first job queued to the last one done. */
   workloadMs: number;
@@ -61,6 +68,8 @@ export interface ChaosRun {
   violations: Violation[];
   /** The largest number of live runners and runner pods seen at once. */
   highWater: { runners: number; pods: number };
+  /** Shared mode: each takeover of the scale set's session after a listener kill (`<owner> after <s> s`). */
+  sessionTakeovers: string[];
   report: SandboxReport;
 }
 
@@ -93,6 +102,7 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
   let deletedDuringJob = new Map<string, string>();
   let jobViews: JobView[] = [];
   const log = createWriteStream(logPath);
+  let takeover: SessionTakeover | undefined;
   const sandboxOptions: SandboxOptions = {
     jobs: options.jobs,
     name: CHAOS_SCALE_SET,
@@ -103,6 +113,7 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
     failShare: 0,
     exit7Share: 0,
     chaos: false,
+    listenerMode: options.listenerMode ?? 'pod',
     keep: false,
     waveSeconds: 5,
     timeoutSeconds: options.timeoutSeconds,
@@ -117,9 +128,12 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
       {
         async started(parts) {
           highWater = new HighWater(parts.kube, RUNNER_NAMESPACE).start();
+          if (parts.sharedListeners) takeover = new SessionTakeover(parts.sim, parts.release);
         },
         async tick(parts, snapshot) {
           const done = snapshot.jobs.succeeded + snapshot.jobs.failed;
+          const tookOver = takeover?.look();
+          if (tookOver) parts.event(`chaos: the scale set's session taken over by ${tookOver}`);
           while (
             injected.length < planned.length &&
             done >= planned[injected.length].atShareDone * options.jobs
@@ -127,6 +141,7 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
             const fault = planned[injected.length];
             const result = await inject(parts, fault);
             injected.push(result);
+            if (fault.kind === 'kill-listener' && result.hit) takeover?.killed();
             parts.event(`chaos: ${fault.kind} at ${done} jobs done: ${result.outcome}`);
           }
         },
@@ -160,12 +175,14 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
   await new Promise<void>((resolve) => log.end(resolve));
   return {
     seed,
+    listenerMode: sandboxOptions.listenerMode ?? 'pod',
     faults: injected,
     workloadMs: report.wallMs,
     wallMs: Date.now() - began,
     jobs: options.jobs,
     violations,
     highWater: { runners: highWater?.runners ?? 0, pods: highWater?.pods ?? 0 },
+    sessionTakeovers: takeover?.takeovers ?? [],
     report,
   };
 }

@@ -79,6 +79,23 @@ this chart cannot say the same way is refused, naming the key. docs/migrating.md
 {{- if and $container.command (ne (toJson $container.command) "[\"/home/runner/run.sh\"]") }}{{ $untranslated = append $untranslated "runner.container.command" }}{{ end }}
 {{- $km := $runner.kubernetesMode | default dict }}
 {{- if $km.serviceAccountName }}{{ $untranslated = append $untranslated "runner.kubernetesMode.serviceAccountName" }}{{ end }}
+{{- /* The dind and kubernetes modes render upstream's classic templates, whose settings are upstream's
+  experimental defaults below: a default is accepted (users copy upstream's values.yaml whole), any
+  other value is refused by name rather than dropped without a word. */}}
+{{- $kmDefaults := dict "hookPath" "/home/runner/k8s/index.js" "requireJobContainer" "true" }}
+{{- range $k, $want := $kmDefaults }}
+{{- if and (hasKey $km $k) (ne (toString (get $km $k)) $want) }}{{ $untranslated = append $untranslated (printf "runner.kubernetesMode.%s" $k) }}{{ end }}
+{{- end }}
+{{- $dindDefaults := dict "copyRunnerExternals" "true" "dockerGroupId" "123" "dockerSock" "unix:///var/run/docker.sock" "waitForDockerInSeconds" "120" }}
+{{- range $k, $val := ($runner.dind | default dict) }}
+{{- if eq $k "container" }}
+{{- range $ck, $cv := ($val | default dict) }}
+{{- if not (and (eq $ck "image") (eq (toString $cv) "docker:dind")) }}{{ $untranslated = append $untranslated (printf "runner.dind.container.%s" $ck) }}{{ end }}
+{{- end }}
+{{- else if or (not (hasKey $dindDefaults $k)) (ne (toString $val) (get $dindDefaults $k)) }}
+{{- $untranslated = append $untranslated (printf "runner.dind.%s" $k) }}
+{{- end }}
+{{- end }}
 {{- range $key, $res := ($v.resource | default dict) }}
 {{- $meta := (($res | default dict).metadata | default dict) }}
 {{- if or $meta.labels $meta.annotations }}{{ $untranslated = append $untranslated (printf "resource.%s.metadata" $key) }}{{ end }}
