@@ -141,7 +141,10 @@ describe('The cost of one runner', () => {
         n > 0 &&
         !route.includes('registration-token') &&
         !route.includes('runner-registration') &&
-        !route.includes('access_tokens'),
+        !route.includes('access_tokens') &&
+        // The leak audit's first pass over a scale set new to the ledger (orphan-sweep.ts) lists its
+        // registrations once, 10 s after its first runner: a cost of the scale set, not of this runner.
+        route !== 'GET agents',
     );
     const actionsTotal = actionsCalls.reduce((sum, [, n]) => sum + n, 0);
 

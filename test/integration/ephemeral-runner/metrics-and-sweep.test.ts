@@ -1,5 +1,6 @@
 import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
 import { MultiClient } from '@aro/actions';
+import { FIRST_AUDIT_DELAY_MS } from '@aro/controllers';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import {
   createTestNamespace,
@@ -148,8 +149,15 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
 
   it('leaves alone registrations of runners that exist once the grace has passed, and removes the orphan beside them', async () => {
     const fx = (f = await startControllerFixture(sim, { config: { orphanGraceMs: 0 } }));
+    const listingsBefore = sim.callCount('GET agents');
     await fx.createRunner('keep-a');
     await fx.waitForPod('keep-a', (p) => p !== undefined, 'the runner pod');
+    // The new scale set's first audit (its own pass, soon after it entered the ledger) comes before the
+    // leak, so that only the passes below can see the orphan.
+    await waitFor(() => sim.callCount('GET agents') > listingsBefore, {
+      description: "the scale set's first audit listing its registrations",
+      timeoutMs: FIRST_AUDIT_DELAY_MS + 20_000,
+    });
     const orphan = await new MultiClient({ retry: { maxRetries: 0 } })
       .getClientFor({
         configUrl: fx.configUrl,
