@@ -19,6 +19,14 @@ import {
 } from './invariants';
 import { planFaults, type FaultKind } from './schedule';
 import { SessionTakeover } from './session-takeover';
+import { scaled } from '../harness/time-scale';
+
+/**
+ * How long after the workload a killed holder's session may still be taken over: the sandbox
+ * simulator's session idle timeout (15 s, test/sandbox/simulator.ts), after which the standby's create
+ * stops meeting 409, plus the listener's backoff steps between creates; at the run's time scale.
+ */
+const SESSION_TAKEOVER_BOUND_MS = 60_000;
 
 /**
  * The scale set's name in every chaos run: 45 characters, the longest the scale-set chart allows, so
@@ -143,6 +151,17 @@ export async function runChaos(seed: number, options: ChaosOptions, logPath: str
             injected.push(result);
             if (fault.kind === 'kill-listener' && result.hit) takeover?.killed();
             parts.event(`chaos: ${fault.kind} at ${done} jobs done: ${result.outcome}`);
+          }
+        },
+        async workloadOver(parts) {
+          // Runners already made can finish the last jobs without a listener, so a workload may end
+          // before the killed holder's session is taken over; the takeover is still awaited here (the
+          // scale set exists until the uninstall), within the session timeout plus backoff steps.
+          const until = Date.now() + scaled(SESSION_TAKEOVER_BOUND_MS);
+          while (takeover?.awaiting() && Date.now() < until) {
+            const tookOver = takeover.look();
+            if (tookOver) parts.event(`chaos: the scale set's session taken over by ${tookOver}`);
+            else await new Promise((resolve) => setTimeout(resolve, 500));
           }
         },
         async drained(parts) {

@@ -18,6 +18,11 @@ export class SessionTakeover {
     private readonly scaleSetName: string,
   ) {}
 
+  /** A holder was killed and no other session has been seen since. */
+  awaiting(): boolean {
+    return this.kill !== undefined;
+  }
+
   /** The holder was just killed: the next session with another id is its takeover. */
   killed(): void {
     this.kill = { at: Date.now(), session: this.session?.id };

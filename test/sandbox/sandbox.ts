@@ -74,6 +74,8 @@ export interface SandboxHooks {
   started?(parts: SandboxParts): Promise<void>;
   /** At each look during the workload (about once a second). */
   tick?(parts: SandboxParts, snapshot: Snapshot): Promise<void>;
+  /** Once the workload is over, before the uninstall (the scale set and its session still exist). */
+  workloadOver?(parts: SandboxParts): Promise<void>;
   /** After the uninstall and its wait, before anything is stopped. */
   drained?(parts: SandboxParts): Promise<void>;
 }
@@ -333,6 +335,7 @@ export async function runSandbox(
     workload.stop();
     // The uninstall needs the apiserver: a member a fault restarted near the end must be serving first.
     await cp.restartsSettled();
+    await hooks.workloadOver?.(parts);
 
     if (options.keep && !io.signal.aborted) {
       io.out.write(
