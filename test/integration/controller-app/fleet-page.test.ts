@@ -12,7 +12,7 @@ import {
   EphemeralRunnerSetKind,
   hasJob,
 } from '@aro/api';
-import { OrphanRegistrationSweep } from '@aro/controllers';
+import { FIRST_AUDIT_DELAY_MS } from '@aro/controllers';
 import { EventKind, KubeClient, LeaseKind, PodKind } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import type { FleetSnapshot } from '../../../apps/controller/src/fleet/fleet-snapshot';
@@ -152,8 +152,14 @@ describe('The fleet page in a real browser', () => {
         count: 1,
         lastTimestamp: new Date() as unknown as CoreV1Event['lastTimestamp'],
       } as CoreV1Event);
-      // A pass of the sweep, so the page has a leak audit to show.
-      await app.app.get(OrphanRegistrationSweep).sweepOnce();
+      // The scale set's first leak audit (the sweep's own pass, soon after its first runner registered),
+      // so the page has one to show and no pass of the sweep falls among the views counted below.
+      await waitFor(
+        async () =>
+          (await kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, 'web')).status
+            ?.orphanSweep,
+        { description: "the scale set's first leak audit", timeoutMs: FIRST_AUDIT_DELAY_MS + 20_000 },
+      );
 
       // The caches catch up with the writes above (the page shows what they hold).
       await waitFor(
