@@ -1,22 +1,15 @@
 import type { V1Role } from '@kubernetes/client-node';
 import { AutoscalingListenerKind, Labels } from '@aro/api';
 import { PodKind, RoleBindingKind, RoleKind, ServiceAccountKind } from '@aro/kube';
-import {
-  type ControllerParts,
-  type EventsMode,
-  completeController,
-  scaleSetReconcilerDeps,
-} from '../shared/controller-parts';
+import { type ScaleSetControllerConfig, scaleSetControllerSetup } from '../shared/controller-parts';
 import {
   AutoscalingListenerReconciler,
   type AutoscalingListenerReconcilerOptions,
 } from './autoscaling-listener.reconciler';
 import { ListenerControllerMetrics } from './listener-controller-metrics';
 
-export interface AutoscalingListenerControllerConfig extends AutoscalingListenerReconcilerOptions {
-  maxConcurrentReconciles?: number;
-  events?: EventsMode;
-}
+export interface AutoscalingListenerControllerConfig
+  extends AutoscalingListenerReconcilerOptions, ScaleSetControllerConfig {}
 
 /** The listener a Role or RoleBinding belongs to, from the labels it carries (it lives in another namespace). */
 function listenerOfLabels(object: V1Role): Array<{ namespace: string; name: string }> {
@@ -30,24 +23,16 @@ function listenerOfLabels(object: V1Role): Array<{ namespace: string; name: stri
  * Registers the AutoscalingListener controller: it reconciles listeners and is woken by their pods
  * and ServiceAccounts (owned) and by their Roles and RoleBindings (by label). It runs only on the leader.
  */
-export function setupAutoscalingListenerController(
-  parts: ControllerParts,
-  config: AutoscalingListenerControllerConfig = {},
-): AutoscalingListenerReconciler {
-  return completeController(
-    parts.manager,
-    'autoscalinglistener',
-    new AutoscalingListenerReconciler(
-      scaleSetReconcilerDeps(parts, config.events, ListenerControllerMetrics),
-      config,
-    ),
-    (watch) =>
-      watch
-        .for(AutoscalingListenerKind)
-        .owns(PodKind)
-        .owns(ServiceAccountKind)
-        .watches<V1Role>(RoleKind, listenerOfLabels)
-        .watches<V1Role>(RoleBindingKind, listenerOfLabels),
-    config.maxConcurrentReconciles ?? 1,
-  );
-}
+export const setupAutoscalingListenerController = scaleSetControllerSetup({
+  name: 'autoscalinglistener',
+  metrics: ListenerControllerMetrics,
+  reconciler: (deps, config: AutoscalingListenerControllerConfig) =>
+    new AutoscalingListenerReconciler(deps, config),
+  watches: (watch) =>
+    watch
+      .for(AutoscalingListenerKind)
+      .owns(PodKind)
+      .owns(ServiceAccountKind)
+      .watches<V1Role>(RoleKind, listenerOfLabels)
+      .watches<V1Role>(RoleBindingKind, listenerOfLabels),
+});

@@ -146,3 +146,35 @@ export function scaleSetPorts<Metrics extends { forget(key: string): void }>(
   const { client, cache, resolver, events } = deps;
   return { client, cache, resolver, events, metrics, now: deps.now ?? Date.now, memory };
 }
+
+/** What every scale-set controller's configuration holds besides its reconciler's options. */
+export interface ScaleSetControllerConfig {
+  maxConcurrentReconciles?: number;
+  events?: EventsMode;
+}
+
+/**
+ * A scale-set controller as data: its name, its metrics, how its reconciler is built from the ports,
+ * and what wakes it. The registration itself (the ports, the event filter, one reconcile at a time
+ * unless configured) is written once, here, instead of once per controller.
+ */
+export interface ScaleSetControllerSpec<R extends Reconciler, C extends ScaleSetControllerConfig, M> {
+  name: string;
+  metrics: new (registry: Registry) => M;
+  reconciler: (deps: ScaleSetReconcilerDeps & { metrics: M }, config: C) => R;
+  watches: (builder: ControllerBuilder) => ControllerBuilder;
+}
+
+/** The setup function of a scale-set controller described by `spec`: registers it with a manager. */
+export function scaleSetControllerSetup<R extends Reconciler, C extends ScaleSetControllerConfig, M>(
+  spec: ScaleSetControllerSpec<R, C, M>,
+): (parts: ControllerParts, config?: C) => R {
+  return (parts, config = {} as C) =>
+    completeController(
+      parts.manager,
+      spec.name,
+      spec.reconciler(scaleSetReconcilerDeps(parts, config.events, spec.metrics), config),
+      spec.watches,
+      config.maxConcurrentReconciles ?? 1,
+    );
+}
