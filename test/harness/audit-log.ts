@@ -1,5 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { ConfigMapKind, type KubeClient, isNotFound } from '@aro/kube';
+import { waitFor } from './wait-for';
 
 /*
  * The apiserver's audit log (ControlPlane.start({ auditLog: true })) read back: one client's requests,
@@ -71,4 +74,27 @@ export async function auditedRequests(
     });
   }
   return { requests, lines };
+}
+
+/**
+ * The audit log up to now. The apiserver writes it in batches, so this makes one request of its own (a
+ * read of a ConfigMap no one else names, in `namespace`) and reads until that appears: everything
+ * answered before it is then in the log.
+ */
+export async function auditedRequestsUpToNow(
+  kube: KubeClient,
+  namespace: string,
+  auditLogPath: string,
+): Promise<AuditedRequest[]> {
+  const marker = `audit-marker-${Date.now()}`;
+  await kube.get<V1ConfigMap>(ConfigMapKind, namespace, marker).catch((err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  });
+  return waitFor(
+    async () => {
+      const { requests } = await auditedRequests(auditLogPath);
+      return requests.some((r) => r.resource === 'configmaps' && r.name === marker) ? requests : undefined;
+    },
+    { timeoutMs: 60_000, description: `the audit log to record the read of configmap ${marker}` },
+  );
 }

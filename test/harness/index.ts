@@ -35,6 +35,6 @@ export {
 } from './runner-player';
 export { ListenerPodPlayer, LISTENER_CONTAINER, type ListenerPodPlayerOptions } from './listener-pod-player';
 export { freePort, freePorts } from './ports';
-export { auditCounts, auditedRequests, type AuditedRequest } from './audit-log';
+export { auditCounts, auditedRequests, auditedRequestsUpToNow, type AuditedRequest } from './audit-log';
 export { ProcessSampler } from './process-sampler';
 export { percentile } from './stats';

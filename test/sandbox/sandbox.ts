@@ -374,8 +374,13 @@ export async function runSandbox(
             kubeConfig: cp.kubeConfig(),
             release,
             scaleSet,
+            // A failed look (a /metrics read timing out at load 40: chaos seed 111; an apiserver a
+            // fault restarted) is told and tried again at the next tick, as in the workload's loop.
             tick: async () => {
-              last = await observer.look();
+              const look = await observer.look().catch((err: Error) => err);
+              if (look instanceof Error)
+                return view.event(`the look failed, trying again: ${look.message}`, last);
+              last = look;
               view.update(last);
             },
             event: (line) => view.event(line, last),

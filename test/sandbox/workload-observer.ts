@@ -33,7 +33,6 @@ export class WorkloadObserver {
   readonly lifecycles: number[] = [];
   kubeWriteCount = 0;
   private lastHolder = '';
-  private metricsReadFailed = false;
   private readonly began = Date.now();
 
   private constructor(
@@ -64,18 +63,8 @@ export class WorkloadObserver {
         this.created.set(uid, -1); // measured once
       }
     }
-    // The write count is a figure for the summary, not an invariant: a /metrics read that times out
-    // (the apiserver's largest page, at a load average of 30-40, once ended chaos seed 111 before its
-    // invariants) keeps the last count and is told, and the next look reads it again.
-    try {
-      const counts = await apiserverRequestCounts(this.o.kubeConfig);
-      this.kubeWriteCount = kubeWrites(requestCountDelta(this.countsBefore, counts));
-      this.metricsReadFailed = false;
-    } catch (err) {
-      if (!this.metricsReadFailed)
-        this.o.event(`apiserver /metrics not read (the write count waits): ${String(err)}`);
-      this.metricsReadFailed = true;
-    }
+    const counts = await apiserverRequestCounts(this.o.kubeConfig);
+    this.kubeWriteCount = kubeWrites(requestCountDelta(this.countsBefore, counts));
     // The holder identity is the replica's name and a start's id: a restarted replica that wins the
     // Lease back is a change of leader too.
     const holder = (await controllers.leader()) ?? '(none)';

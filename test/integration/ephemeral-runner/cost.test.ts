@@ -1,17 +1,15 @@
-import type { V1ConfigMap, V1Namespace } from '@kubernetes/client-node';
+import type { V1Namespace } from '@kubernetes/client-node';
 import { EphemeralRunnerKind } from '@aro/api';
-import { ConfigMapKind, KubeClient, NamespaceKind, isNotFound } from '@aro/kube';
+import { KubeClient, NamespaceKind } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import {
-  type AuditedRequest,
   ControlPlane,
   apiserverRequestCounts,
-  auditedRequests,
+  auditedRequestsUpToNow,
   requestCountDelta,
   runnerContainerRunning,
   runnerContainerTerminated,
   setPodStatus,
-  waitFor,
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
 import { ControllerFixture, startControllerFixture, startTestSimulator } from './fixture';
@@ -93,25 +91,6 @@ describe('The cost of one runner', () => {
     await f.waitForPod(name, (p) => p === undefined, 'the pod gone');
   }
 
-  /**
-   * The audit log up to now. The log is written in batches, so the test makes one request of its own
-   * (a read of a ConfigMap no one else names) and reads until it appears: everything answered before
-   * it is then in the log.
-   */
-  async function auditLogUpToNow(): Promise<AuditedRequest[]> {
-    const marker = `audit-marker-${Date.now()}`;
-    await f.kube.get<V1ConfigMap>(ConfigMapKind, NAMESPACE, marker).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-    return waitFor(
-      async () => {
-        const { requests } = await auditedRequests(cp.info.auditLogPath!);
-        return requests.some((r) => r.resource === 'configmaps' && r.name === marker) ? requests : undefined;
-      },
-      { timeoutMs: 60_000, description: `the audit log to record the read of configmap ${marker}` },
-    );
-  }
-
   /** The controller's writes between two request counts (less what the test itself wrote). */
   function controllerWrites(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
     return new Map(
@@ -172,7 +151,7 @@ describe('The cost of one runner', () => {
     await Promise.all(names.map((name) => runToCompletion(name)));
     // Let late requests (a reconcile racing the deletion) land before counting.
     await new Promise((r) => setTimeout(r, 1_000));
-    const requests = await auditLogUpToNow();
+    const requests = await auditedRequestsUpToNow(f.kube, NAMESPACE, cp.info.auditLogPath!);
 
     const ofSecret = (name: string, verb: string) =>
       requests.filter(

@@ -1,10 +1,7 @@
-import type { V1ConfigMap } from '@kubernetes/client-node';
 import { runnerProxySecretName } from '@aro/api';
-import { ConfigMapKind, isNotFound } from '@aro/kube';
 import {
-  type AuditedRequest,
   ControlPlane,
-  auditedRequests,
+  auditedRequestsUpToNow,
   runnerContainerRunning,
   runnerContainerTerminated,
   waitFor,
@@ -48,24 +45,6 @@ describe('The cost of a runner set per job', () => {
     else process.env.ARO_TEST_KUBECONFIG = sharedKubeconfig;
   });
   const suite = scaleSetSuite();
-
-  /**
-   * The audit log up to now. The log is written in batches, so the test makes one request of its own
-   * (a read of a ConfigMap no one else names) and reads until it appears.
-   */
-  async function auditLogUpToNow(f: ScaleSetFixture): Promise<AuditedRequest[]> {
-    const marker = `audit-marker-${Date.now()}`;
-    await f.kube.get<V1ConfigMap>(ConfigMapKind, f.namespace, marker).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-    return waitFor(
-      async () => {
-        const { requests } = await auditedRequests(cp.info.auditLogPath!);
-        return requests.some((r) => r.resource === 'configmaps' && r.name === marker) ? requests : undefined;
-      },
-      { timeoutMs: 60_000, description: `the audit log to record the read of configmap ${marker}` },
-    );
-  }
 
   /**
    * Plays the kubelet and the runners until `count` runners of the set run and are registered, then
@@ -127,7 +106,7 @@ describe('The cost of a runner set per job', () => {
     await waitFor(async () => (await f.runnerSet(name))?.status?.currentReplicas === 0, {
       description: 'the set counting 0 runners',
     });
-    const requests = await auditLogUpToNow(f);
+    const requests = await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!);
 
     const requestsFor = (resource: string, objectName: string, verb: string) =>
       requests.filter(
@@ -201,7 +180,7 @@ describe('The cost of a runner set per job', () => {
     await f.scale(name, burst - 1, 3);
     for (const [runner, job] of [...jobs].slice(1)) await finishJob(f, runner, job.jobId);
     await waitForRunners(f, name, (all) => all.length === 0, 'every runner gone');
-    const requests = await auditLogUpToNow(f);
+    const requests = await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!);
     const created = requests.filter(
       (r) => r.verb === 'create' && r.resource === 'ephemeralrunners' && r.namespace === f.namespace,
     ).length;
