@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadYaml } from '@kubernetes/client-node';
 import type {
+  V1ConfigMap,
   CoreV1Event,
   V1Pod,
   V1Role,
@@ -23,8 +24,16 @@ import {
   ListenerDefaults,
   autoscalingListenerName,
 } from '@aro/api';
-import type { AutoscalingRunnerSetModuleOptions } from '@aro/controllers';
-import { EventKind, PodKind, RoleBindingKind, RoleKind, SecretKind, ServiceAccountKind } from '@aro/kube';
+import { type AutoscalingRunnerSetModuleOptions, SCALE_SET_LEDGER_NAME } from '@aro/controllers';
+import {
+  ConfigMapKind,
+  EventKind,
+  PodKind,
+  RoleBindingKind,
+  RoleKind,
+  SecretKind,
+  ServiceAccountKind,
+} from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
 import { runnerContainerRunning, waitFor } from '../../harness';
 import {
@@ -88,6 +97,15 @@ describe('AutoscalingRunnerSet controller', () => {
   };
   const events = async (name: string) =>
     (await f.list<CoreV1Event>(EventKind)).filter((e) => e.involvedObject?.name === name);
+
+  /** The scale sets of this namespace the runner controller's ledger lists (what the orphan sweep audits). */
+  async function ledgerScaleSets(): Promise<number[]> {
+    const ledger = await f.read<V1ConfigMap>(ConfigMapKind, SCALE_SET_LEDGER_NAME, f.controllerNamespace);
+    return Object.values(ledger?.data ?? {})
+      .map((v) => JSON.parse(v) as { namespace: string; runnerScaleSetId: number })
+      .filter((e) => e.namespace === f.namespace)
+      .map((e) => e.runnerScaleSetId);
+  }
 
   async function ready(name: string): Promise<AutoscalingRunnerSet> {
     return waitFor(
@@ -210,6 +228,7 @@ describe('AutoscalingRunnerSet controller', () => {
       { description: '3 registrations on the service', timeoutMs: 90_000 },
     );
     expect(suite.sim.registrations().filter((r) => r.scaleSetId === id).length).toBeGreaterThan(0);
+    expect(await ledgerScaleSets()).toContain(id);
 
     await f.kube.delete(AutoscalingRunnerSetKind, f.namespace, 'arc-runner-set');
     await waitFor(async () => (await readArs('arc-runner-set')) === undefined, {
@@ -230,6 +249,9 @@ describe('AutoscalingRunnerSet controller', () => {
     await waitFor(async () => (await f.list(PodKind)).length === 0, { description: 'runner pods gone' });
     expect(suite.sim.scaleSets().find((s) => s.id === id)).toBeUndefined();
     expect(suite.sim.registrations().filter((r) => r.scaleSetId === id)).toHaveLength(0);
+    // The orphan sweep no longer audits a scale set the service has deleted (with credentials an
+    // uninstall takes away, it would warn on every pass).
+    expect(await ledgerScaleSets()).not.toContain(id);
     // The chart's objects are released, so helm can delete them.
     for (const [kind, name] of [
       [SecretKind, 'arc-runner-set-gha-rs-github-secret'],

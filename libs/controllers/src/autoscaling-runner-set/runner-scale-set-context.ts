@@ -31,7 +31,19 @@ export interface AutoscalingRunnerSetReconcilerOptions {
   actionsCallTimeoutMs?: number;
 }
 
-export type AutoscalingRunnerSetReconcilerDeps = ScaleSetReconcilerDeps;
+/**
+ * The runner side's record of the scale sets it registered runners on (the orphan sweep's ledger).
+ * A scale set deleted from the service leaves it here, or the sweep would go on auditing a scale set
+ * that no longer exists with credentials the uninstall took away.
+ */
+export interface RegisteredScaleSets {
+  forget(namespace: string, runnerScaleSetId: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface AutoscalingRunnerSetReconcilerDeps extends ScaleSetReconcilerDeps {
+  /** Absent where no runner controller keeps such a record (unit specs). */
+  registeredScaleSets?: RegisteredScaleSets;
+}
 
 /** One pass of one AutoscalingRunnerSet. */
 export type ScaleSetPass = Pass<AutoscalingRunnerSet>;
@@ -42,6 +54,7 @@ export interface ScaleSetContext extends ScaleSetPorts {
   failures: ExponentialBackoffRateLimiter;
   /** Per set: when the service last said the scale set exists. */
   lastChecked: KeyedStore<number>;
+  registeredScaleSets?: RegisteredScaleSets;
 }
 
 export function scaleSetContext(
@@ -68,5 +81,6 @@ export function scaleSetContext(
     opts,
     failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs, failures),
     lastChecked: ports.memory.slot('scale set checked'),
+    registeredScaleSets: deps.registeredScaleSets,
   };
 }

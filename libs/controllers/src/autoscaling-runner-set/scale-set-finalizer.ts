@@ -72,6 +72,9 @@ export class ScaleSetFinalizer {
         // Already gone from the service (removed there, or by an earlier pass): nothing left to delete.
         if (!isActionsNotFound(err)) return this.status.recordFailure(ars, key, err, log);
       }
+      // Before the ID goes: a failure here is retried with the ID still known (the delete then
+      // answers 404).
+      await this.ctx.registeredScaleSets?.forget(namespace, id, callSignal());
       // Both go: a pass after this one (the cleanup protection below can be cut short) must see a set
       // with no scale set left, not one that lost its ID and would be looked up by name.
       await this.ctx.client.mergePatch(AutoscalingRunnerSetKind, namespace, name, {

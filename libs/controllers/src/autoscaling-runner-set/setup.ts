@@ -14,6 +14,7 @@ import {
   AutoscalingRunnerSetReconciler,
   type AutoscalingRunnerSetReconcilerOptions,
 } from './autoscaling-runner-set.reconciler';
+import type { RegisteredScaleSets } from './runner-scale-set-context';
 
 export interface AutoscalingRunnerSetControllerConfig extends AutoscalingRunnerSetReconcilerOptions {
   maxConcurrentReconciles?: number;
@@ -34,11 +35,15 @@ function scaleSetOfListener(listener: AutoscalingListener): Array<{ namespace: s
 export function setupAutoscalingRunnerSetController(
   parts: ControllerParts,
   config: AutoscalingRunnerSetControllerConfig,
+  registeredScaleSets?: RegisteredScaleSets,
 ): AutoscalingRunnerSetReconciler {
   return completeController(
     parts.manager,
     'autoscalingrunnerset',
-    new AutoscalingRunnerSetReconciler(scaleSetReconcilerDeps(parts, config.events), config),
+    new AutoscalingRunnerSetReconciler(
+      { ...scaleSetReconcilerDeps(parts, config.events), registeredScaleSets },
+      config,
+    ),
     (watch) =>
       watch
         .for(AutoscalingRunnerSetKind)

@@ -18,8 +18,9 @@ describe('OrphanRegistrationSweep pacing', () => {
   function sweep(
     registrations: RunnerReference[],
     runners: string[],
-    faults: { listRunners?: Error; ledger?: Error } = {},
+    faults: { listRunners?: Error; ledger?: Error; forgottenAfterFirstRead?: boolean } = {},
   ): OrphanRegistrationSweep {
+    let ledgerReads = 0;
     const client = {
       listRunners: async () => {
         if (faults.listRunners) throw faults.listRunners;
@@ -33,6 +34,7 @@ describe('OrphanRegistrationSweep pacing', () => {
     const ledger = {
       entries: async () => {
         if (faults.ledger) throw faults.ledger;
+        if (faults.forgottenAfterFirstRead && ledgerReads++ > 0) return [];
         return [
           {
             namespace: 'ns',
@@ -89,6 +91,20 @@ describe('OrphanRegistrationSweep pacing', () => {
     const s = sweep([orphan], [], { listRunners: new Error('503 Service Unavailable') });
     expect(await s.sweepOnce()).toBe(0);
     expectRecheckAfterGrace(s);
+  });
+
+  it('waits the whole interval when the scale set it could not list was deleted (left the ledger) during the pass', async () => {
+    // The chart's uninstall: the scale set deleted from the service, then the credentials taken away.
+    const s = sweep([orphan], [], {
+      listRunners: new Error('secrets "gh" is forbidden'),
+      forgottenAfterFirstRead: true,
+    });
+    expect(await s.sweepOnce()).toBe(0);
+    for (let i = 0; i < 20; i++) {
+      const delay = s.nextPassDelayMs();
+      expect(delay).toBeGreaterThanOrEqual(INTERVAL_MS * 0.8);
+      expect(delay).toBeLessThanOrEqual(INTERVAL_MS * 1.2);
+    }
   });
 
   it('looks again after the grace, not a whole interval later, when a pass failed', async () => {

@@ -204,9 +204,11 @@ export class OrphanRegistrationSweep implements Runnable {
     // the second one, unless that runner really went away. Listing the other way round would show a
     // registration made between the two lists as an orphan.
     const listed: Array<[OwnedScaleSet, ActionsServiceClient, RunnerReference[]]> = [];
+    let forgotten = 0;
     for (const scaleSet of scaleSets) {
       const listing = await this.listRegistrations(scaleSet, signal);
-      if (listing) listed.push([scaleSet, ...listing]);
+      if (listing === 'forgotten') forgotten++;
+      else if (listing) listed.push([scaleSet, ...listing]);
     }
     // What this pass can tell about an orphan seen before: nothing, for a scale set it does not list.
     const judged = (orphanKey: string): boolean =>
@@ -231,7 +233,7 @@ export class OrphanRegistrationSweep implements Runnable {
       resultOf.set(scaleSet, result);
       results.push(result);
     }
-    this.lastPassIncomplete = listed.length < scaleSets.length;
+    this.lastPassIncomplete = listed.length + forgotten < scaleSets.length;
     if (listed.length === 0) {
       for (const key of this.firstSeenOrphaned.keys()) if (judged(key)) this.firstSeenOrphaned.delete(key);
       return 0;
@@ -341,7 +343,7 @@ export class OrphanRegistrationSweep implements Runnable {
   private async listRegistrations(
     scaleSet: OwnedScaleSet,
     signal?: AbortSignal,
-  ): Promise<[ActionsServiceClient, RunnerReference[]] | undefined> {
+  ): Promise<[ActionsServiceClient, RunnerReference[]] | 'forgotten' | undefined> {
     let lastError: unknown;
     for (const entry of scaleSet.entries) {
       try {
@@ -351,12 +353,20 @@ export class OrphanRegistrationSweep implements Runnable {
         lastError = err;
       }
     }
+    // Its AutoscalingRunnerSet deleted it while this pass ran (the chart's uninstall then takes the
+    // credentials away): not a failure to report.
+    if (!(await this.stillInLedger(scaleSet))) return 'forgotten';
     this.opts.logger.warn('Could not list the scale set registrations; skipping it this pass', {
       runnerScaleSetId: scaleSet.runnerScaleSetId,
       namespaces: scaleSet.entries.map((e) => e.namespace),
       err: lastError instanceof Error ? lastError.message : String(lastError),
     });
     return undefined;
+  }
+
+  private async stillInLedger(scaleSet: OwnedScaleSet): Promise<boolean> {
+    const entries = await this.opts.ledger.entries().catch(() => undefined);
+    return entries === undefined || entries.some((e) => scaleSetKey(e) === scaleSet.key);
   }
 
   /**

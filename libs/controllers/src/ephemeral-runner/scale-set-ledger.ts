@@ -105,6 +105,38 @@ export class ScaleSetLedger {
 
   /** Every scale set remembered, read from the API server. */
   async entries(): Promise<ScaleSetLedgerEntry[]> {
+    return (await this.read()).map(([, entry]) => entry);
+  }
+
+  /**
+   * Drops the scale set from the ledger, for every namespace that registered runners on it in
+   * `namespace`: called once the scale set is deleted from the Actions service, which takes its
+   * registrations with it. Without this the sweep would go on listing a scale set that no longer
+   * exists, with credentials the uninstalled chart took away (a "forbidden" warning every pass, and a
+   * pass never complete). One merge patch; none when the ledger does not list it.
+   */
+  async forget(namespace: string, runnerScaleSetId: number, signal?: AbortSignal): Promise<void> {
+    const keys = (await this.read())
+      .filter(([, e]) => e.namespace === namespace && e.runnerScaleSetId === runnerScaleSetId)
+      .map(([key]) => key);
+    signal?.throwIfAborted();
+    if (keys.length === 0) return;
+    const data = Object.fromEntries(keys.map((key) => [key, null]));
+    try {
+      await this.opts.client.mergePatch(ConfigMapKind, this.opts.namespace, SCALE_SET_LEDGER_NAME, { data });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    for (const key of keys) this.known.delete(key);
+    this.opts.logger.info('Forgot a scale set deleted from the Actions service', {
+      configMap: `${this.opts.namespace}/${SCALE_SET_LEDGER_NAME}`,
+      runnerNamespace: namespace,
+      runnerScaleSetId,
+    });
+  }
+
+  /** The ledger's readable entries with their ConfigMap keys. */
+  private async read(): Promise<Array<[string, ScaleSetLedgerEntry]>> {
     let configMap: V1ConfigMap;
     try {
       configMap = await this.opts.client.get<V1ConfigMap>(
@@ -116,12 +148,12 @@ export class ScaleSetLedger {
       if (isNotFound(err)) return [];
       throw err;
     }
-    const entries: ScaleSetLedgerEntry[] = [];
+    const entries: Array<[string, ScaleSetLedgerEntry]> = [];
     for (const [key, value] of Object.entries(configMap.data ?? {})) {
       try {
         const entry = JSON.parse(value) as ScaleSetLedgerEntry;
         if (typeof entry.runnerScaleSetId === 'number' && typeof entry.namespace === 'string')
-          entries.push(entry);
+          entries.push([key, entry]);
       } catch {
         this.opts.logger.warn('Ignoring an unreadable scale set ledger entry', {
           configMap: `${this.opts.namespace}/${SCALE_SET_LEDGER_NAME}`,
