@@ -21,6 +21,11 @@ export interface SharedListenerReplicasOptions {
   pidFile?: string;
   /** Environment over the container's (a test's shorter rescan). */
   env?: Record<string, string>;
+  /**
+   * How the image runs the container's command (its entrypoint wrapper and the compiled app, the
+   * image's environment under the container's); apps/listener from the source tree when absent.
+   */
+  processFor?: (container: V1Container) => { command: string; args: string[]; env?: Record<string, string> };
 }
 
 export interface SharedListenerReplica {
@@ -35,7 +40,7 @@ export class SharedListenerReplicas {
 
   /** The container's env as the kubelet gives it to pod `name` (POD_NAME from the downward API). */
   private env(name: string): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...this.o.processFor?.(this.o.container).env };
     for (const e of this.o.container.env ?? []) {
       if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = name;
       else if (e.valueFrom)
@@ -48,10 +53,14 @@ export class SharedListenerReplicas {
 
   private launch(name: string): Promise<ManagedProcess> {
     mkdirSync(this.o.logDir, { recursive: true });
+    const started = this.o.processFor?.(this.o.container) ?? {
+      command: process.execPath,
+      args: ['-r', '@swc-node/register', LISTENER_MAIN],
+    };
     return ManagedProcess.start({
       name,
-      binary: process.execPath,
-      args: ['-r', '@swc-node/register', LISTENER_MAIN],
+      binary: started.command,
+      args: started.args,
       logFile: join(this.o.logDir, `${name}.log`),
       env: this.env(name),
       pidFile: this.o.pidFile,

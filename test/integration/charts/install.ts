@@ -80,7 +80,12 @@ export async function installCharts(
         : opts.controllerValues,
   });
   opts.editController?.(controller);
-  const deployment = findManifest(controller, 'Deployment') as unknown as V1Deployment;
+  // The controller's Deployment (its `manager` container), not listener.mode shared's listener Deployment.
+  const deployment = (controller.find(
+    (m) =>
+      m.kind === 'Deployment' &&
+      (m as unknown as V1Deployment).spec?.template.spec?.containers.some((c) => c.name === 'manager'),
+  ) ?? findManifest(controller, 'Deployment')) as unknown as V1Deployment;
   const serviceAccountName = deployment.spec?.template.spec?.serviceAccountName ?? '';
   const scaleSet = await render(CHARTS.scaleSet, {
     release: 'arc-runners',

@@ -1,7 +1,10 @@
-import { readFileSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import {
+  AuthorizationV1Api,
   KubeConfig,
+  type V1Deployment,
   type CoreV1Event,
   type V1Lease,
   type V1Pod,
@@ -32,6 +35,7 @@ import {
 import { CRD_PATHS } from '../../harness/global-setup';
 import { scaled } from '../../harness/time-scale';
 import { ListenerPlayer } from '../../harness/listener-player';
+import { SharedListenerReplicas } from '../../harness/shared-listener-replicas';
 import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
 import { ContainerProcess, ensureImageAppsBuilt, imageProcess, startContainer } from './chart-process';
 import { Manifest, findManifest, helmBinary } from './helm-chart';
@@ -47,6 +51,39 @@ import { InstalledCharts, InstallOptions, installCharts, serviceAccountKubeconfi
 jest.setTimeout(scaled(240_000));
 
 const FORBIDDEN = /forbidden/i;
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * What `identity` may do in `namespace`, as the apiserver answers a SelfSubjectRulesReview: one
+ * `verb group/resource[/name]` per granted combination, sorted; every account's own review and
+ * discovery rules (authorization.k8s.io, authentication.k8s.io, non-resource URLs) left out.
+ */
+async function grantedRules(identity: KubeConfig, namespace: string): Promise<string[]> {
+  const review = await identity
+    .makeApiClient(AuthorizationV1Api)
+    .createSelfSubjectRulesReview({ body: { spec: { namespace } } });
+  const granted = new Set<string>();
+  for (const rule of review.status?.resourceRules ?? []) {
+    for (const group of rule.apiGroups ?? []) {
+      if (group === 'authorization.k8s.io' || group === 'authentication.k8s.io') continue;
+      for (const resource of rule.resources ?? []) {
+        for (const verb of rule.verbs) {
+          for (const name of rule.resourceNames?.length ? rule.resourceNames : ['']) {
+            granted.add(`${verb} ${group || 'core'}/${resource}${name ? `/${name}` : ''}`);
+          }
+        }
+      }
+    }
+  }
+  return [...granted].sort();
+}
 
 describe('The charts installed on the apiserver', () => {
   let sim: RunningSimulator;
@@ -246,35 +283,114 @@ describe('The charts installed on the apiserver', () => {
       }),
   );
 
+  /**
+   * The listeners as the chart and the controller deploy them, each process running the image's
+   * `aro-listener` as its own account (a TokenRequest token): `pod`, the kubelet of the listener pods
+   * the controller makes (each as the pod's ServiceAccount); `shared`, the replicas of the chart's
+   * shared listener Deployment (its container's env, as its ServiceAccount).
+   */
+  interface PlayedListeners {
+    /** The identity of the process serving the scale set, once it has one. */
+    identity(): KubeConfig | undefined;
+    logs(): string;
+    stop(): Promise<void>;
+  }
+
+  function playPodListeners(
+    charts: InstalledCharts,
+    kubeconfigDirs: string[],
+  ): PlayedListeners & {
+    player: ListenerPlayer;
+    pods: Map<string, KubeConfig>;
+  } {
+    const pods = new Map<string, KubeConfig>();
+    const player = ListenerPlayer.start({
+      namespace: charts.controllerNamespace,
+      kubeconfigFor: async (pod) => {
+        const path = await serviceAccountKubeconfig(
+          pod.metadata?.namespace ?? '',
+          pod.spec?.serviceAccountName ?? '',
+        );
+        kubeconfigDirs.push(dirname(path));
+        const kc = new KubeConfig();
+        kc.loadFromFile(path);
+        pods.set(pod.metadata?.name ?? '', kc);
+        return path;
+      },
+      processFor: (pod) =>
+        imageProcess(
+          pod.spec?.containers.find((c) => c.name === AUTOSCALING_LISTENER_CONTAINER_NAME)?.command ?? [],
+        ),
+    });
+    return {
+      player,
+      pods,
+      identity: () => [...pods.values()][0],
+      logs: () => player.history.map((l) => readOrEmpty(l.logPath)).join('\n'),
+      stop: () => player.stop(),
+    };
+  }
+
+  async function playSharedListener(
+    charts: InstalledCharts,
+    kubeconfigDirs: string[],
+    replicas?: number,
+  ): Promise<PlayedListeners & { serviceAccount: string; configSecret: string }> {
+    const deployment = charts.controller.find(
+      (m) => m.kind === 'Deployment' && m.metadata.name !== charts.deployment.metadata?.name,
+    ) as unknown as V1Deployment | undefined;
+    const container = deployment?.spec?.template.spec?.containers.find((c) => c.name === 'listener');
+    if (!deployment || !container) throw new Error('the chart rendered no shared listener Deployment');
+    const serviceAccount = deployment.spec?.template.spec?.serviceAccountName ?? '';
+    const kubeconfigPath = await serviceAccountKubeconfig(charts.controllerNamespace, serviceAccount);
+    kubeconfigDirs.push(dirname(kubeconfigPath));
+    const logDir = mkdtempSync(join(tmpdir(), 'aro-shared-listener-'));
+    kubeconfigDirs.push(logDir);
+    const played = await new SharedListenerReplicas({
+      container,
+      kubeconfigPath,
+      replicas: replicas ?? deployment.spec?.replicas ?? 1,
+      prefix: `${deployment.metadata?.name}-replica`,
+      logDir,
+      processFor: (c) => imageProcess(c.command ?? []),
+    }).start();
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath);
+    const secretRef = container.env?.find((e) => e.name === 'LISTENER_CONFIG_SECRET')?.value ?? '';
+    return {
+      serviceAccount,
+      configSecret: secretRef.split('/')[1] ?? '',
+      identity: () => kc,
+      logs: () => played.replicas.map((r) => readOrEmpty(r.process.logFile)).join('\n'),
+      stop: () => played.stop(),
+    };
+  }
+
   it.each([
-    ['every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
+    ['pod', 'every namespace (ClusterRole)', (): Record<string, unknown> => ({})],
     [
+      'pod',
       'flags.watchSingleNamespace (Roles only)',
       ({ runnerNamespace }: { runnerNamespace: string }): Record<string, unknown> => ({
         'flags.watchSingleNamespace': runnerNamespace,
       }),
     ],
-  ])(
-    'runs a scale set end to end as installed, watching %s: jobs flow through a listener holding only its Role',
-    async (_mode, modeValues) => {
+    [
+      'shared',
+      'every namespace (ClusterRole)',
+      (): Record<string, unknown> => ({ 'listener.mode': 'shared' }),
+    ],
+  ] as const)(
+    'runs a scale set end to end as installed, listener mode %s, watching %s: jobs flow through a listener holding only its Roles',
+    async (listenerMode, _watching, modeValues) => {
       // A simulator of its own: short long polls and jobs started on assignment, as in the listener's
       // end-to-end test, and a scale set no other test of this file touches.
       const service = await startSimulator({
         seed: { timing: { longPollTimeoutMs: 2_000, autoStartJobs: true, sessionIdleTimeoutMs: 10_000 } },
       });
       const kubeconfigDirs: string[] = [];
-      let listeners: ListenerPlayer | undefined;
+      let listeners: PlayedListeners | undefined;
       let runners: RunnerPlayer | undefined;
-      const listenerLogs = (): string =>
-        (listeners?.history ?? [])
-          .map((l) => {
-            try {
-              return readFileSync(l.logPath, 'utf8');
-            } catch {
-              return '';
-            }
-          })
-          .join('\n');
       try {
         await explained(async () => {
           const charts = (installed = await installCharts({
@@ -288,29 +404,10 @@ describe('The charts installed on the apiserver', () => {
             scaleSetValues: { minRunners: 0, maxRunners: 4 },
           }));
           const ns = charts.runnerNamespace;
-          const listenerIdentities = new Map<string, KubeConfig>();
-          // The kubelet of listener pods: each runs the pod's command through the image's entrypoint, as
-          // the pod's ServiceAccount (the user name and groups its token would carry), so the only rights
-          // it has are those of the Role the controller made for it.
-          listeners = ListenerPlayer.start({
-            namespace: charts.controllerNamespace,
-            kubeconfigFor: async (pod) => {
-              const path = await serviceAccountKubeconfig(
-                pod.metadata?.namespace ?? '',
-                pod.spec?.serviceAccountName ?? '',
-              );
-              kubeconfigDirs.push(dirname(path));
-              const kc = new KubeConfig();
-              kc.loadFromFile(path);
-              listenerIdentities.set(pod.metadata?.name ?? '', kc);
-              return path;
-            },
-            processFor: (pod) =>
-              imageProcess(
-                pod.spec?.containers.find((c) => c.name === AUTOSCALING_LISTENER_CONTAINER_NAME)?.command ??
-                  [],
-              ),
-          });
+          let podListeners: ReturnType<typeof playPodListeners> | undefined;
+          let sharedListener: Awaited<ReturnType<typeof playSharedListener>> | undefined;
+          if (listenerMode === 'pod') listeners = podListeners = playPodListeners(charts, kubeconfigDirs);
+          else listeners = sharedListener = await playSharedListener(charts, kubeconfigDirs);
           runners = new RunnerPlayer({
             kubeConfig: testKubeConfig(),
             namespace: ns,
@@ -337,13 +434,33 @@ describe('The charts installed on the apiserver', () => {
             timeoutMs: 180_000,
           });
           // The listener's identity is not the admin's: it cannot read the runners' secrets.
-          const [listenerPod, listenerKube] = [...listenerIdentities.entries()][0];
-          // The chart's imagePullSecrets reach the listener pod (upstream: --auto-scaler-image-pull-secrets).
-          const listenerPodObject = await kube.get<V1Pod>(PodKind, charts.controllerNamespace, listenerPod);
-          expect(listenerPodObject.spec?.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
+          const listenerKube = listeners.identity();
+          if (!listenerKube) throw new Error('a session is open but no listener process has an identity');
           const asListener = new KubeClient(listenerKube);
           await expect(asListener.list<V1Secret>(SecretKind, { namespace: ns })).rejects.toThrow(FORBIDDEN);
           asListener.close();
+          if (podListeners) {
+            // The chart's imagePullSecrets reach the listener pod (upstream: --auto-scaler-image-pull-secrets).
+            const [listenerPod] = [...podListeners.pods.keys()];
+            const listenerPodObject = await kube.get<V1Pod>(PodKind, charts.controllerNamespace, listenerPod);
+            expect(listenerPodObject.spec?.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
+            expect(podListeners.player.history.map((l) => l.pod)).toContain(listenerPod);
+          }
+          if (sharedListener) {
+            // Everything the shared listener's account may do, as the apiserver answers it: patch the
+            // served set's EphemeralRunnerSet (by name) and its runners (the job fields, as upstream's
+            // listener Role), get the one configs Secret (by name); nowhere anything else.
+            const [ers] = await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace: ns });
+            expect(await grantedRules(listenerKube, ns)).toEqual([
+              'patch actions.github.com/ephemeralrunners',
+              'patch actions.github.com/ephemeralrunners/status',
+              `patch actions.github.com/ephemeralrunnersets/${ers.metadata?.name}`,
+            ]);
+            expect(await grantedRules(listenerKube, charts.controllerNamespace)).toEqual([
+              `get core/secrets/${sharedListener.configSecret}`,
+            ]);
+            expect(await grantedRules(listenerKube, 'default')).toEqual([]);
+          }
 
           const jobs = Array.from({ length: 6 }, () => service.enqueueJob({ scaleSetId }));
           await waitFor(() => jobs.every((j) => service.job(j.jobId)?.state === 'completed'), {
@@ -371,13 +488,12 @@ describe('The charts installed on the apiserver', () => {
             description: `no registration left in scale set ${scaleSetId}`,
             timeoutMs: 60_000,
           });
-          expect(listeners.history.map((l) => l.pod)).toContain(listenerPod);
           expect(replica.output()).not.toMatch(FORBIDDEN);
-          expect(listenerLogs()).not.toMatch(FORBIDDEN);
+          expect(listeners.logs()).not.toMatch(FORBIDDEN);
         }).catch((err: unknown) => {
           throw new Error(
             `${err instanceof Error ? err.message : String(err)}\n--- listener processes ---\n` +
-              listenerLogs().split('\n').slice(-40).join('\n'),
+              (listeners?.logs() ?? '').split('\n').slice(-40).join('\n'),
             { cause: err },
           );
         });
@@ -389,6 +505,33 @@ describe('The charts installed on the apiserver', () => {
       }
     },
   );
+
+  it('logs the Forbidden of the configs read when the shared listener’s Role loses get', async () => {
+    const kubeconfigDirs: string[] = [];
+    let listener: PlayedListeners | undefined;
+    try {
+      const charts = await install({
+        controllerValues: { 'listener.mode': 'shared', 'flags.logLevel': 'debug' },
+        editController: (manifests) => {
+          // The shared listener's one rule keeps its Secret but grants list instead of get.
+          const role = manifests.find(
+            (m) => m.kind === 'Role' && m.metadata.name.endsWith('-shared-listener'),
+          ) as Manifest & { rules: Array<{ verbs: string[] }> };
+          for (const rule of role.rules) rule.verbs = rule.verbs.map((v) => (v === 'get' ? 'list' : v));
+        },
+      });
+      // No controller: the Secret need not exist, the apiserver refuses the get before it looks.
+      const played = await playSharedListener(charts, kubeconfigDirs, 1);
+      listener = played;
+      await waitFor(() => /cannot get resource \\?"secrets\\?"/.test(played.logs()), {
+        description: `the Forbidden of the get on Secret ${played.configSecret} in the shared listener's log`,
+        timeoutMs: 120_000,
+      });
+    } finally {
+      await listener?.stop();
+      for (const dir of kubeconfigDirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('logs the Forbidden when one rule is taken from the rendered ClusterRole', () =>
     explained(async () => {
