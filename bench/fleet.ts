@@ -11,8 +11,8 @@
  * because apiserver_request_total has no user label and the benchmark's own requests would blur it.
  * Memory and CPU are read from /proc for the controller's pid: its RSS is its own, not the benchmark's.
  * `--idle N` adds a second mode: a burst of `--burst` runners while N runners sit idle (informers full).
- * `--scale-sets 1,5,20` measures the listeners instead: N scale sets, one process each and one shared
- * process (bench/listeners.ts).
+ * `--scale-sets 1,5,20` measures a fleet of scale sets instead, controller and listeners together, in
+ * both listener modes (bench/scale-set-fleet.ts); `--listeners-only` the listeners alone (bench/listeners.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -38,6 +38,7 @@ import { CRD_PATHS } from '../test/harness/global-setup';
 import { type IdleResult, type SizeResult, parseArgs, report } from './fleet-report';
 import { HeapSampler } from './heap-sampler';
 import { runListenerBench } from './listeners';
+import { runScaleSetFleetBench } from './scale-set-fleet';
 
 const root = resolve(__dirname, '..');
 const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
@@ -247,8 +248,11 @@ class Bench {
 }
 
 async function main(): Promise<void> {
-  // `--scale-sets N,M`: the listeners' fleet (bench/listeners.ts), not the controller's runners.
-  if (process.argv.includes('--scale-sets')) return runListenerBench(process.argv.slice(2));
+  // `--scale-sets N,M`: a fleet of scale sets, controller and listeners together (bench/scale-set-fleet.ts);
+  // with `--listeners-only`, the listeners alone on a stub apiserver (bench/listeners.ts).
+  if (process.argv.includes('--listeners-only'))
+    return runListenerBench(process.argv.slice(2).filter((a) => a !== '--listeners-only'));
+  if (process.argv.includes('--scale-sets')) return runScaleSetFleetBench(process.argv.slice(2));
   const args = parseArgs(process.argv.slice(2));
   if (!existsSync(controllerMain)) {
     throw new Error(`${controllerMain} is missing: run \`npm run build\` first (\`npm run bench\` does)`);

@@ -10,7 +10,7 @@
  * controller is not in these figures: its memory does not depend on the listener mode (the runner
  * benchmark above measures it), so the fleet's total is the controller's peak plus these.
  *
- *   npm run bench -- --scale-sets 1,5,20 [--jobs 50] [--mode per-pod|shared|both]
+ *   npm run bench -- --listeners-only --scale-sets 1,5,20 [--jobs 50] [--mode per-pod|shared|both]
  *   (or, once built: node -r @swc-node/register bench/listeners.ts --scale-sets ...)
  *
  * `per-pod` runs one process per scale set (the default deployment); `shared` one process for all of
@@ -297,7 +297,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
   }
 }
 
-/** Runs the listener benchmark with `argv` (also `npm run bench -- --scale-sets ...`, see fleet.ts). */
+/** Runs the listener benchmark with `argv` (also `npm run bench -- --listeners-only --scale-sets ...`, see fleet.ts). */
 export async function runListenerBench(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   const sim = await startSimulator({
