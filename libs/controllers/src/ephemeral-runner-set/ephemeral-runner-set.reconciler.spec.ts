@@ -102,7 +102,50 @@ function setup() {
       (r) => !r.metadata?.deletionTimestamp,
     );
   const names = async () => (await runners()).map((r) => r.metadata?.name).sort();
-  return { clock, kube, actions, runner, listenerPatch, reconcile, runners, names };
+  /** The set's watch event, as the informer hands it to the controller's predicates. */
+  const setEvent = async () =>
+    reconciler.watchPredicates.set.update?.(
+      undefined,
+      await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, NS, SET),
+    );
+  /**
+   * A runner's job ends: it exits 0, the EphemeralRunner controller marks it Succeeded and deletes it
+   * (its finalizers gone), each step reaching the controller as a watch event.
+   */
+  const runnerFinishes = async (name: string) => {
+    const before = await kube.get<EphemeralRunner>(EphemeralRunnerKind, NS, name);
+    const after = await kube.mergePatchStatus<EphemeralRunner>(EphemeralRunnerKind, NS, name, {
+      status: { phase: EphemeralRunnerPhase.Succeeded },
+    });
+    reconciler.watchPredicates.runner.update?.(before, after);
+    await kube.delete(EphemeralRunnerKind, NS, name);
+    reconciler.watchPredicates.runner.delete?.(after);
+  };
+  return {
+    clock,
+    kube,
+    actions,
+    runner,
+    listenerPatch,
+    reconcile,
+    runners,
+    names,
+    setEvent,
+    runnerFinishes,
+  };
+}
+
+/** `count` Running runners of patch 2, each with a job, acted on: the middle of a burst. */
+async function busyRunners(s: ReturnType<typeof setup>, count: number): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `busy-${i}`);
+  for (const name of names) {
+    s.runner(name, EphemeralRunnerPhase.Running, 2);
+    await s.kube.mergePatchStatus(EphemeralRunnerKind, NS, name, { status: { jobId: `job-${name}` } });
+  }
+  await s.listenerPatch(count, 2);
+  await s.setEvent();
+  await s.reconcile();
+  return names;
 }
 
 /** Two Running runners and a younger Pending one, all registered and idle, made for patch 3. */
@@ -147,6 +190,39 @@ describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
     await s.reconcile();
 
     expect(await s.names()).toEqual(['idle-b']);
+  });
+
+  it('a patch that arrived before a runner ended after its job is judged with that runner: no runner for a job already over', async () => {
+    const s = setup();
+    const busy = await busyRunners(s, 10);
+    // The listener's next count (statistics taken while every job still ran) arrives; before any pass
+    // acts on it, the first job ends and its runner finishes and goes.
+    await s.listenerPatch(10, 3);
+    await s.setEvent();
+    await s.runnerFinishes(busy[0]);
+
+    await s.reconcile();
+
+    expect(await s.names()).toEqual(busy.slice(1).sort());
+    // The listener's count after the JobCompleted message: still nothing to make.
+    await s.listenerPatch(9, 4);
+    await s.setEvent();
+    await s.reconcile();
+    expect(await s.names()).toEqual(busy.slice(1).sort());
+  });
+
+  it('a patch that arrives after a runner ended is judged on the runners alone: a new job gets its runner', async () => {
+    const s = setup();
+    const busy = await busyRunners(s, 10);
+    await s.runnerFinishes(busy[0]);
+    // Computed once the job was over, with a new job assigned: ten jobs, nine runners.
+    await s.listenerPatch(10, 3);
+    await s.setEvent();
+
+    await s.reconcile();
+
+    expect(await s.runners()).toHaveLength(10);
+    expect(await s.names()).toEqual(expect.arrayContaining(busy.slice(1)));
   });
 
   it('after a listener restart its patch IDs start again from 0 and are still obeyed', async () => {

@@ -70,6 +70,11 @@ export class EphemeralRunnerSetReconciler extends FinalizingReconciler<Ephemeral
     });
   }
 
+  /** What the watch events must tell it: the patch each set stands under and the runners ending under it. */
+  get watchPredicates() {
+    return { set: this.ctx.endings.setEvents, runner: this.ctx.endings.runnerEvents };
+  }
+
   /** Deleting the set: see {@link RunnerSetFinalizer}. */
   protected cleanup(deleting: Pass<EphemeralRunnerSet>): Promise<Result | Released> {
     return this.finalizer.finalize(deleting);

@@ -7,6 +7,7 @@ import {
   type Reader,
   isControlledBy,
 } from '@aro/kube';
+import { RunnerEndings } from './runner-endings';
 import type { RunnersByState } from './runner-states';
 import type { EphemeralRunnerSetMetrics } from './runner-set-metrics';
 
@@ -62,6 +63,8 @@ export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetric
    * still included its job (the "51st runner" of a burst of 50).
    */
   actedPatchIds: KeyedStore<number>;
+  /** Per set: the runners that ended after a job since its listener patch arrived (watch events). */
+  endings: RunnerEndings;
   /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
   deletions: IssuedDeletions;
 }
@@ -76,6 +79,7 @@ export function runnerSetContext(
     expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
     failureBackoff: ports.memory.slot('failed-runner backoff'),
     actedPatchIds: ports.memory.slot('acted patch ID'),
+    endings: new RunnerEndings(ports.memory.slot('patch standing')),
     deletions: deps.deletions ?? new IssuedDeletions(30_000, ports.now),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],

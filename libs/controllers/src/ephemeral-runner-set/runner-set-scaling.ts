@@ -9,7 +9,7 @@ export class RunnerSetScaling {
   constructor(
     private readonly ctx: Pick<
       RunnerSetContext,
-      'client' | 'events' | 'expectations' | 'failureBackoff' | 'actedPatchIds' | 'now' | 'opts'
+      'client' | 'events' | 'expectations' | 'failureBackoff' | 'actedPatchIds' | 'endings' | 'now' | 'opts'
     >,
     private readonly removal: RunnerRemoval,
   ) {}
@@ -41,7 +41,13 @@ export class RunnerSetScaling {
     const backoff = this.ctx.failureBackoff.get(key);
     let toCreate = 0;
     if (newPatch) {
-      toCreate = replicas - total;
+      // Runners that ended after a job since the patch arrived: it counted their jobs (see RunnerEndings).
+      const live = new Set([...states.pending, ...states.running].map((r) => r.metadata?.name ?? ''));
+      const held = this.ctx.endings.heldFor(key, patchId, live);
+      if (held > 0 && replicas > total) {
+        log.debug('Runners that ended since the patch arrived still hold their slots', { held, patchId });
+      }
+      toCreate = replicas - total - held;
       if (backoff) backoff.owed = 0;
     } else if (backoff && backoff.owed > 0) {
       toCreate = Math.min(backoff.owed, replicas - total);

@@ -18,5 +18,8 @@ export const setupEphemeralRunnerSetController = scaleSetControllerSetup({
   metrics: EphemeralRunnerSetMetrics,
   reconciler: (deps, config: EphemeralRunnerSetControllerConfig) =>
     new EphemeralRunnerSetReconciler(deps, config),
-  watches: (watch) => watch.for(EphemeralRunnerSetKind).owns(EphemeralRunnerKind),
+  watches: (watch, reconciler) =>
+    watch
+      .for(EphemeralRunnerSetKind, reconciler.watchPredicates.set)
+      .owns(EphemeralRunnerKind, reconciler.watchPredicates.runner),
 });

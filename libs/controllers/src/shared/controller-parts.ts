@@ -111,10 +111,10 @@ export function completeController<R extends Reconciler>(
   manager: Manager,
   name: string,
   reconciler: R,
-  watches: (builder: ControllerBuilder) => ControllerBuilder,
+  watches: (builder: ControllerBuilder, reconciler: R) => ControllerBuilder,
   maxConcurrentReconciles: number,
 ): R {
-  watches(new ControllerBuilder(manager, name))
+  watches(new ControllerBuilder(manager, name), reconciler)
     .withEventFilter(resourceVersionChangedPredicate)
     .withOptions({ maxConcurrentReconciles })
     .complete(reconciler);
@@ -162,7 +162,8 @@ export interface ScaleSetControllerSpec<R extends Reconciler, C extends ScaleSet
   name: string;
   metrics: new (registry: Registry) => M;
   reconciler: (deps: ScaleSetReconcilerDeps & { metrics: M }, config: C) => R;
-  watches: (builder: ControllerBuilder) => ControllerBuilder;
+  /** What wakes it; the reconciler is given for predicates that feed its memory from the events. */
+  watches: (builder: ControllerBuilder, reconciler: R) => ControllerBuilder;
 }
 
 /** The setup function of a scale-set controller described by `spec`: registers it with a manager. */
