@@ -16,7 +16,8 @@
  * marginal peak per added scale set against the smallest N of the same mode, the job wait (queued ->
  * runner assigned, from the simulator) p50/p95, the makespan, the product's Actions calls per job
  * (token exchanges excluded; the runners' own calls are the player's, in-process, not counted) and its
- * Kubernetes requests per job (controller and listeners, watches excluded, from the audit log by user),
+ * Kubernetes requests per job (controller and listeners, watches excluded, from the audit log by user,
+ * once every runner of the burst is gone),
  * and the load average before and after (the machine is shared: latencies move with it, memory and
  * counts do not). It asserts nothing. One replica of each Deployment: the chart's standbys (a second
  * controller, a second shared listener) hold no work and add their idle RSS.
@@ -26,7 +27,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { V1Namespace, V1Secret } from '@kubernetes/client-node';
-import { Annotations, AutoscalingRunnerSetKind, type AutoscalingRunnerSet } from '@aro/api';
+import {
+  Annotations,
+  AutoscalingRunnerSetKind,
+  EphemeralRunnerKind,
+  type AutoscalingRunnerSet,
+  type EphemeralRunner,
+} from '@aro/api';
 import { KubeClient, NamespaceKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, startSimulator } from '../apps/simulator/src';
 import {
@@ -152,6 +159,8 @@ export interface FleetRow {
   actionsCallsPerJob: number;
   kubeRequestsPerJob: number;
   kubeWritesPerJob: number;
+  /** Kubernetes requests per job by `<controller|listener> <verb> <resource>`. */
+  requestsPerJob: Record<string, number>;
 }
 
 async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
@@ -290,6 +299,14 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
       },
     );
     const makespanS = (Date.now() - started) / 1000;
+    // The requests of the whole burst: every runner's lifecycle ends (its deletion and cleanup) after its
+    // job does, and a controller behind would otherwise look cheaper than one keeping up.
+    await waitFor(
+      async () =>
+        (await admin.list<EphemeralRunner>(EphemeralRunnerKind, { namespace: RUNNER_NAMESPACE })).length ===
+        0,
+      { description: 'every runner gone after the burst', timeoutMs: 600_000, intervalMs: 500 },
+    );
     const peakPids = pids();
     const controllerPeakMiB = memoryOf(controller.pid ?? 0).hwmKiB / 1024;
     const listenersPeakMiB = sumMiB(listenerPids(), 'hwmKiB');
@@ -300,6 +317,12 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
       .slice(auditBefore)
       .filter((r) => (r.user === CONTROLLER_USER || r.user === LISTENER_USER) && r.verb !== 'watch');
     const writes = requests.filter((r) => ['create', 'update', 'patch', 'delete'].includes(r.verb));
+    // Where the requests go, per job, for the run's line on stderr: what a difference between modes is.
+    const byRequest = new Map<string, number>();
+    for (const r of requests) {
+      const what = `${r.user === CONTROLLER_USER ? 'controller' : 'listener'} ${r.verb} ${r.resource}`;
+      byRequest.set(what, (byRequest.get(what) ?? 0) + 1);
+    }
     const waits = sim
       .jobs()
       .filter((j) => queued.has(j.jobId))
@@ -322,6 +345,11 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
       actionsCallsPerJob: actionsCalls / queued.size,
       kubeRequestsPerJob: requests.length / queued.size,
       kubeWritesPerJob: writes.length / queued.size,
+      requestsPerJob: Object.fromEntries(
+        [...byRequest]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([what, count]) => [what, Number((count / queued.size).toFixed(2))]),
+      ),
     };
   } finally {
     for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
