@@ -103,6 +103,19 @@ function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
   }
 }
 
+/** User + system CPU seconds of a process so far, from /proc; 0 once it is gone. */
+function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+
 const sumMiB = (pids: number[], of: 'rssKiB' | 'hwmKiB'): number =>
   pids.reduce((sum, pid) => sum + memoryOf(pid)[of], 0) / 1024;
 
@@ -156,6 +169,9 @@ export interface FleetRow {
   waitP50Ms: number;
   waitP95Ms: number;
   makespanS: number;
+  /** CPU seconds from the burst's start until every runner was gone. */
+  controllerCpuS: number;
+  listenersCpuS: number;
   actionsCallsPerJob: number;
   kubeRequestsPerJob: number;
   kubeWritesPerJob: number;
@@ -285,6 +301,7 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
 
     const auditBefore = (await auditedRequestsUpToNow(admin, RUNNER_NAMESPACE, cp.info.auditLogPath!)).length;
     sim.resetCallCounts();
+    const cpuBefore = { controller: sumCpu([controller.pid ?? 0]), listeners: sumCpu(listenerPids()) };
     const queued = new Set<string>();
     for (const scaleSetId of scaleSetIds) {
       for (let j = 0; j < args.jobs; j++) queued.add(sim.enqueueJob({ scaleSetId }).jobId);
@@ -308,6 +325,10 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
       { description: 'every runner gone after the burst', timeoutMs: 600_000, intervalMs: 500 },
     );
     const peakPids = pids();
+    // CPU the burst took: one shared process gets one thread's share of a loaded machine, a process
+    // per set one share each, so where a mode's job wait goes is told apart from how much work it is.
+    const controllerCpuS = sumCpu([controller.pid ?? 0]) - cpuBefore.controller;
+    const listenersCpuS = sumCpu(listenerPids()) - cpuBefore.listeners;
     const controllerPeakMiB = memoryOf(controller.pid ?? 0).hwmKiB / 1024;
     const listenersPeakMiB = sumMiB(listenerPids(), 'hwmKiB');
     const actionsCalls = Object.entries(sim.callCounts())
@@ -342,6 +363,8 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
       waitP50Ms: percentile(waits, 50),
       waitP95Ms: percentile(waits, 95),
       makespanS,
+      controllerCpuS,
+      listenersCpuS,
       actionsCallsPerJob: actionsCalls / queued.size,
       kubeRequestsPerJob: requests.length / queued.size,
       kubeWritesPerJob: writes.length / queued.size,
@@ -362,8 +385,8 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
 
 function table(rows: FleetRow[]): string {
   const lines = [
-    '| mode | scale sets | processes | jobs | load avg before / after | RSS idle total (MiB) | peak total (MiB) | controller / listeners peak (MiB) | marginal per added set, peak (MiB) | job wait p50 / p95 (s) | makespan (s) | Actions calls / job | Kubernetes requests / job (writes) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| mode | scale sets | processes | jobs | load avg before / after | RSS idle total (MiB) | peak total (MiB) | controller / listeners peak (MiB) | marginal per added set, peak (MiB) | job wait p50 / p95 (s) | makespan (s) | CPU controller / listeners (s) | Actions calls / job | Kubernetes requests / job (writes) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
     // Against the smallest size measured in the same mode: what each added scale set costs.
@@ -374,7 +397,7 @@ function table(rows: FleetRow[]): string {
       ? ((r.peakTotalMiB - base.peakTotalMiB) / (r.scaleSets - base.scaleSets)).toFixed(1)
       : '-';
     lines.push(
-      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.loadBefore.toFixed(1)} / ${r.loadAfter.toFixed(1)} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.controllerPeakMiB.toFixed(0)} / ${r.listenersPeakMiB.toFixed(0)} | ${marginal} | ${(r.waitP50Ms / 1000).toFixed(1)} / ${(r.waitP95Ms / 1000).toFixed(1)} | ${r.makespanS.toFixed(1)} | ${r.actionsCallsPerJob.toFixed(2)} | ${r.kubeRequestsPerJob.toFixed(1)} (${r.kubeWritesPerJob.toFixed(1)}) |`,
+      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.loadBefore.toFixed(1)} / ${r.loadAfter.toFixed(1)} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.controllerPeakMiB.toFixed(0)} / ${r.listenersPeakMiB.toFixed(0)} | ${marginal} | ${(r.waitP50Ms / 1000).toFixed(1)} / ${(r.waitP95Ms / 1000).toFixed(1)} | ${r.makespanS.toFixed(1)} | ${r.controllerCpuS.toFixed(1)} / ${r.listenersCpuS.toFixed(1)} | ${r.actionsCallsPerJob.toFixed(2)} | ${r.kubeRequestsPerJob.toFixed(1)} (${r.kubeWritesPerJob.toFixed(1)}) |`,
     );
   }
   return lines.join('\n');
