@@ -141,6 +141,9 @@ export async function waitForReadyControllers(kc: KubeConfig, timeoutMs: number)
 export interface LeaseView {
   holderIdentity: string;
   leaseTransitions: number;
+  /** spec.acquireTime and spec.renewTime in ms since the epoch (0 when unset), as the holders wrote them. */
+  acquireTimeMs: number;
+  renewTimeMs: number;
 }
 
 /** The controller's leader-election Lease, named by the LEADER_ELECTION_ID the chart rendered. */
@@ -151,13 +154,14 @@ export async function controllerLease(product: ProductOnNode): Promise<LeaseView
     .flatMap((c) => c.env ?? [])
     .find((e) => e.name === 'LEADER_ELECTION_ID')?.value;
   if (!name) throw new Error('the rendered controller Deployment sets no LEADER_ELECTION_ID');
-  const lease = await getJson<{ spec?: { holderIdentity?: string; leaseTransitions?: number } }>(
-    product.kubeConfig,
-    `/apis/coordination.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/leases/${name}`,
-  );
+  const lease = await getJson<{
+    spec?: { holderIdentity?: string; leaseTransitions?: number; acquireTime?: string; renewTime?: string };
+  }>(product.kubeConfig, `/apis/coordination.k8s.io/v1/namespaces/${CONTROLLER_NAMESPACE}/leases/${name}`);
   return {
     holderIdentity: lease.spec?.holderIdentity ?? '',
     leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+    acquireTimeMs: lease.spec?.acquireTime ? Date.parse(lease.spec.acquireTime) : 0,
+    renewTimeMs: lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : 0,
   };
 }
 

@@ -182,12 +182,26 @@ describeOnRealNode(
       expect(probeEvents.some((e) => /failed liveness probe|Liveness probe failed/.test(e))).toBe(true);
     }, 600_000);
 
+    /** How the Lease changed hands, as the replicas wrote it (one clock: they share the host's). */
+    interface Handover {
+      /** The leader's renewTime read just before the kill. */
+      renewedBeforeKillMs: number;
+      /** The last renewTime the Lease showed while the killed leader still held it. */
+      lastRenewedMs: number;
+      /** The new holder's acquireTime. */
+      acquiredMs: number;
+    }
+
     /**
      * Kills the leader mid-run as `kill` does, then requires what only a working takeover gives: the
-     * other replica holds the Lease, and jobs enqueued after the kill (whose runners only a leader
-     * creates) complete, as do the jobs that were running.
+     * other replica holds the Lease (`judge` then says whether it came by release or by expiry), and
+     * jobs enqueued after the kill (whose runners only a leader creates) complete, as do those running.
      */
-    async function leaderTakeover(how: string, kill: (leader: V1Pod) => Promise<void>): Promise<void> {
+    async function leaderTakeover(
+      how: string,
+      kill: (leader: V1Pod) => Promise<void>,
+      judge: (handover: Handover) => void,
+    ): Promise<void> {
       const { leader, standby, holder } = await leaderAndStandby();
       const before = await controllerLease(product);
       const running = enqueue(product, 3, 'sleep=8');
@@ -195,6 +209,7 @@ describeOnRealNode(
         const n = running.filter((id) => product.simulator.job(id)?.state === 'running').length;
         return n >= 2 ? true : `${n} running`;
       });
+      const renewedBeforeKillMs = (await controllerLease(product)).renewTimeMs;
       const killedAt = Date.now();
       await kill(leader);
       const after = enqueue(product, 3, 'sleep=1');
@@ -203,18 +218,24 @@ describeOnRealNode(
       // The Lease is the standby's once the dead leader's last renewal is leaseDuration old (or at once
       // when it was released); the standby tries every retryPeriod.
       let took = '';
+      let lastRenewedMs = renewedBeforeKillMs;
       await waitUntil(
         `${standbyName} to hold the lease`,
         (LEASE.leaseDurationSeconds + LEASE.retryPeriodSeconds) * 1_000 + 30_000,
         async () => {
           const now = await controllerLease(product);
           took = now.holderIdentity;
+          if (now.holderIdentity === holder) lastRenewedMs = now.renewTimeMs;
           return now.holderIdentity.startsWith(`${standbyName}_`) ? true : `holder ${now.holderIdentity}`;
         },
       );
       const lease = await controllerLease(product);
       expect(lease.leaseTransitions).toBeGreaterThan(before.leaseTransitions);
-      log(`${took} leads ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+      log(
+        `${took} leads ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill, acquired ` +
+          `${lease.acquireTimeMs - lastRenewedMs} ms after the dead leader's last renewal`,
+      );
+      judge({ renewedBeforeKillMs, lastRenewedMs, acquiredMs: lease.acquireTimeMs });
       await waitForJobs(
         product,
         'the jobs running at the kill and those enqueued after',
@@ -225,24 +246,43 @@ describeOnRealNode(
     }
 
     it('goes on when the leader container is SIGKILLed mid-run: its lease expires and the other replica takes over', async () => {
-      await leaderTakeover('SIGKILLed the manager container', async (leader) => {
-        const id = containerId(leader, 'manager');
-        if (!id || !plane.node) throw new Error(`no manager container in ${leader.metadata?.name}`);
-        // From outside, as the OOM killer would: the process releases nothing.
-        await plane.node.exec(plane.node.ctr('tasks', 'kill', '--signal', 'SIGKILL', id));
-      });
+      await leaderTakeover(
+        'SIGKILLed the manager container',
+        async (leader) => {
+          const id = containerId(leader, 'manager');
+          if (!id || !plane.node) throw new Error(`no manager container in ${leader.metadata?.name}`);
+          // From outside, as the OOM killer would: the process releases nothing.
+          await plane.node.exec(plane.node.ctr('tasks', 'kill', '--signal', 'SIGKILL', id));
+        },
+        // A dead leader renews no more, so its last renewal stays on the Lease until the takeover, and
+        // the standby may take it only once that renewal is leaseDuration old: never while it may live.
+        (handover) =>
+          expect(handover.acquiredMs - handover.lastRenewedMs).toBeGreaterThanOrEqual(
+            LEASE.leaseDurationSeconds * 1_000,
+          ),
+      );
     }, 600_000);
 
-    it('goes on when the leading controller pod is force-deleted mid-run: the other replica takes over', async () => {
-      await leaderTakeover('force-deleted (--grace-period=0 --force)', async (leader) => {
-        const res = await kubeRequest(product.kubeConfig, {
-          method: 'DELETE',
-          path: `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/pods/${leader.metadata?.name}`,
-          body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
-          timeoutMs: 10_000,
-        });
-        expect(res.status).toBe(200);
-      });
+    it('goes on when the leading controller pod is force-deleted mid-run: it releases its lease, the other replica takes over at once', async () => {
+      await leaderTakeover(
+        'force-deleted (--grace-period=0 --force)',
+        async (leader) => {
+          const res = await kubeRequest(product.kubeConfig, {
+            method: 'DELETE',
+            path: `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/pods/${leader.metadata?.name}`,
+            body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+            timeoutMs: 10_000,
+          });
+          expect(res.status).toBe(200);
+        },
+        // The kubelet still sends a force-deleted pod's container SIGTERM, and the leader hands the
+        // Lease back on its way out: the standby holds it before a renewal made before the kill has
+        // expired, which only a release allows (by expiry it is leaseDuration or more).
+        (handover) =>
+          expect(handover.acquiredMs - handover.renewedBeforeKillMs).toBeLessThan(
+            LEASE.leaseDurationSeconds * 1_000,
+          ),
+      );
     }, 600_000);
 
     it('judges a runner container killed mid-job as the seed says: the runner with the job is deleted, its registration removed, no new pod for it', async () => {
