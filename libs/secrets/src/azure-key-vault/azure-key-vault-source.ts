@@ -5,9 +5,10 @@ import type { KubeClient } from '@aro/kube';
 import { credentialsFromJson } from '../app-credentials';
 import type { GitHubConfigHolder } from '../config-holder';
 import { CredentialSource, vaultTypeOf } from '../credential-source';
-import { SecretResolutionError, SecretResolutionReason } from '../errors';
+import { SecretResolutionError, SecretResolutionReason, VaultUnavailableError } from '../errors';
 import { describeHolder, KubernetesSecretSource } from '../kubernetes-secret-source';
 import { ProxyCredentials, proxyCredentialsFromSecretData, resolveProxySettings } from '../proxy';
+import { azureOutage, codeOf, entraRefusal, statusOf } from './azure-failures';
 import { AzureKeyVaultClients } from './azure-key-vault-clients';
 import type { AzureKeyVaultOptions } from './azure-key-vault-options';
 
@@ -128,7 +129,15 @@ export class AzureKeyVaultSource implements CredentialSource {
       if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
         throw fail('VaultRequestRefused', `the vault answered ${status} ${codeOf(err)}`, err);
       }
-      throw err;
+      const outage = azureOutage(err, signal);
+      if (outage === undefined) throw err;
+      throw new VaultUnavailableError({
+        namespace: holder.namespace,
+        secretName,
+        vault: config.url,
+        detail: `Azure Key Vault ${config.url} unavailable: ${outage} (${role} of ${describeHolder(holder)})`,
+        cause: err,
+      });
     }
   }
 
@@ -182,34 +191,4 @@ export class AzureKeyVaultSource implements CredentialSource {
     }
     return pem;
   }
-}
-
-function statusOf(err: unknown): number | undefined {
-  const status = (err as { statusCode?: unknown } | undefined)?.statusCode;
-  return typeof status === 'number' ? status : undefined;
-}
-
-function codeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : '';
-}
-
-/**
- * What Entra ID said when it refused the token request (`invalid_client`, `unauthorized_client`...),
- * or undefined when the failure was not a refusal (a network error, a 5xx, throttling: retried). The
- * identity library wraps MSAL's error (which carries the OAuth error code) in its own, so the causes
- * are walked.
- */
-function entraRefusal(err: unknown): string | undefined {
-  const oauthCodes =
-    /^(invalid_client|unauthorized_client|invalid_request|invalid_grant|invalid_scope|invalid_resource)$/;
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const fields = e as { errorCode?: unknown; errorResponse?: { error?: unknown }; statusCode?: unknown };
-    const code = typeof fields.errorCode === 'string' ? fields.errorCode : fields.errorResponse?.error;
-    if (typeof code === 'string' && oauthCodes.test(code)) {
-      const status = typeof fields.statusCode === 'number' ? `${fields.statusCode} ` : '';
-      return `${status}${code}`;
-    }
-  }
-  return undefined;
 }
