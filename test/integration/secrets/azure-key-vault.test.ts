@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { copyFile, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import type { KubeClient } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
 import {
@@ -253,6 +255,43 @@ describe('AzureKeyVaultSource against the Key Vault stand-in', () => {
     expect(noFile.message).toContain(
       'vaultConfig.azureKeyVault.certificatePath /nonexistent/akv.pem: cannot be read in the controller (ENOENT)',
     );
+  });
+
+  it('names a PKCS#12 certificate file and how to convert it; the converted PEM works', async () => {
+    const run = promisify(execFile);
+    const pfx = `${vault.appCertificatePath}.pfx`;
+    const converted = `${vault.appCertificatePath}.converted.pem`;
+    const holderWith = (certificatePath: string) =>
+      holder({
+        vaultConfig: { type: 'azure_key_vault', azureKeyVault: { ...vault.config, certificatePath } },
+      });
+    try {
+      // What Azure's portal and Key Vault hand out: the certificate and its key, no password.
+      await run(
+        'openssl',
+        ['pkcs12', '-export', '-in', vault.appCertificatePath, '-out', pfx, '-passout', 'pass:'],
+        { timeout: 30_000 },
+      );
+      const e = await resolutionError(resolverWith(reachStandIn()).getCredentials(holderWith(pfx)));
+      expect(e).toMatchObject({ reason: 'InvalidVaultConfig' });
+      expect(e.message).toContain(
+        `vaultConfig.azureKeyVault.certificatePath ${pfx}: is PKCS#12 (.pfx), which ARO does not read (upstream does)`,
+      );
+      // The conversion the message and docs/secrets.md give.
+      const [, ...args] = 'openssl pkcs12 -in cert.pfx -out cert.pem -nodes -passin pass:'.split(' ');
+      await run(
+        'openssl',
+        args.map((a) => (a === 'cert.pfx' ? pfx : a === 'cert.pem' ? converted : a)),
+        { timeout: 30_000 },
+      );
+      await expect(resolverWith(reachStandIn()).getCredentials(holderWith(converted))).resolves.toEqual({
+        kind: 'pat',
+        token: PAT,
+      });
+    } finally {
+      await rm(pfx, { force: true });
+      await rm(converted, { force: true });
+    }
   });
 
   it('reads a rotated certificate file at the next resolution', async () => {

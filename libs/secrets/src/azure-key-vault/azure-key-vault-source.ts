@@ -180,15 +180,35 @@ export class AzureKeyVaultSource implements CredentialSource {
         namespace: holder.namespace,
         detail: `${describeHolder(holder)} vaultConfig.azureKeyVault.certificatePath ${config.certificatePath}: ${detail}`,
       });
-    let pem: string;
+    let file: Buffer;
     try {
-      pem = await readFile(config.certificatePath, 'utf8');
+      file = await readFile(config.certificatePath);
     } catch (err) {
       throw invalid(`cannot be read in the controller (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    const pem = file.toString('utf8');
     if (!/-----BEGIN CERTIFICATE-----/.test(pem) || !/-----BEGIN (RSA |EC )?PRIVATE KEY-----/.test(pem)) {
+      // @azure/identity's ClientCertificateCredential reads PEM only; upstream's Go SDK also reads a
+      // PKCS#12 file without a password. Said so, with the conversion, rather than a bare "not PEM".
+      if (looksLikePkcs12(file)) {
+        throw invalid(
+          `is PKCS#12 (.pfx), which ARO does not read (upstream does): convert it to PEM with the unencrypted key, ` +
+            `e.g. openssl pkcs12 -in cert.pfx -out cert.pem -nodes -passin pass: (docs/secrets.md)`,
+        );
+      }
       throw invalid('must hold the certificate and its unencrypted private key in PEM (PKCS#12 is not read)');
     }
     return pem;
   }
+}
+
+/**
+ * Whether a file is DER PKCS#12: an ASN.1 SEQUENCE whose first element is the INTEGER version 3
+ * (RFC 7292 PFX). Enough to name the format in the error, not to read it.
+ */
+function looksLikePkcs12(file: Buffer): boolean {
+  if (file.length < 8 || file[0] !== 0x30) return false;
+  const lengthOctets = file[1] & 0x80 ? (file[1] & 0x7f) + 1 : 1;
+  const version = 1 + lengthOctets;
+  return file[version] === 0x02 && file[version + 1] === 0x01 && file[version + 2] === 0x03;
 }
