@@ -89,13 +89,42 @@ this chart cannot say the same way is refused, naming the key. docs/migrating.md
 {{- $untranslated = append $untranslated (printf "runner.dind.%s" $k) }}
 {{- end }}
 {{- end }}
+{{- /* resource.<object>.metadata: resourceMeta.<object> (the same object names); resource.all: the
+  labels and annotations of every object the chart makes (and of the runner pod, above). As upstream,
+  actions.github.com/* keys are dropped from what goes on the chart's own objects and kept on the
+  spec's metadata of the objects the controller makes. */}}
+{{- $chartObjects := list "autoscalingRunnerSet" "managerRole" "managerRoleBinding" "noPermissionServiceAccount" "kubernetesModeRole" "kubernetesModeRoleBinding" "kubernetesModeServiceAccount" }}
+{{- $specObjects := list "autoscalingListener" "listenerServiceAccount" "listenerRole" "listenerRoleBinding" "listenerConfigSecret" "ephemeralRunnerSet" "ephemeralRunner" "ephemeralRunnerConfigSecret" }}
+{{- $resourceMeta := deepCopy ($v.resourceMeta | default dict) }}
+{{- $unknownResource := list }}
 {{- range $key, $res := ($v.resource | default dict) }}
-{{- $meta := (($res | default dict).metadata | default dict) }}
-{{- if or $meta.labels $meta.annotations }}{{ $untranslated = append $untranslated (printf "resource.%s.metadata" $key) }}{{ end }}
-{{- if ($res | default dict).extraRules }}{{ $untranslated = append $untranslated (printf "resource.%s.extraRules" $key) }}{{ end }}
+{{- $res = $res | default dict }}
+{{- if not (kindIs "map" $res) }}{{ fail (printf "resource.%s must be an object" $key) }}{{ end }}
+{{- range $field, $_ := $res }}{{ if not (has $field (list "metadata" "extraRules")) }}{{ $unknownResource = append $unknownResource (printf "resource.%s.%s" $key $field) }}{{ end }}{{ end }}
+{{- if $res.extraRules }}{{ $untranslated = append $untranslated (printf "resource.%s.extraRules" $key) }}{{ end }}
+{{- $meta := $res.metadata | default dict }}
+{{- $isSpec := has $key $specObjects }}
+{{- $given := dict }}
+{{- range $part := list "labels" "annotations" }}
+{{- $values := dict }}
+{{- range $k, $val := (get $meta $part | default dict) }}{{ if or $isSpec (not (hasPrefix "actions.github.com/" $k)) }}{{ $_ := set $values $k (toString $val) }}{{ end }}{{ end }}
+{{- with $values }}{{ $_ := set $given $part . }}{{ end }}
+{{- end }}
+{{- if eq $key "all" }}
+{{- with $given.labels }}{{ $_ := set $v "labels" (merge . ($v.labels | default dict)) }}{{ end }}
+{{- with $given.annotations }}{{ $_ := set $v "annotations" (merge . ($v.annotations | default dict)) }}{{ end }}
+{{- else if or $isSpec (has $key $chartObjects) }}
+{{- with $given }}{{ $_ := set $resourceMeta $key (merge . (get $resourceMeta $key | default dict)) }}{{ end }}
+{{- else }}
+{{- $unknownResource = append $unknownResource (printf "resource.%s" $key) }}
+{{- end }}
+{{- end }}
+{{- with $resourceMeta }}{{ $_ := set $v "resourceMeta" . }}{{ end }}
+{{- with $unknownResource }}
+{{- fail (printf "%s: not a value of upstream's gha-runner-scale-set-experimental chart" (join ", " .)) }}
 {{- end }}
 {{- with $untranslated }}
-{{- fail (printf "%s: not translated from upstream's gha-runner-scale-set-experimental values; give the runner pod as template (containerMode adds dind or the hooks to it) and object metadata as resourceMeta (docs/migrating.md maps each key)" (join ", " .)) }}
+{{- fail (printf "%s: not translated from upstream's gha-runner-scale-set-experimental values; give the runner pod as template (containerMode adds dind or the hooks to it) (docs/migrating.md maps each key)" (join ", " .)) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -108,7 +137,7 @@ its env, which is all upstream reads there), runner.pod.spec.containers after it
 dind mode between the externals copy and Docker, as upstream orders them) and volumes appended to what
 the mode adds, every other runner.pod.spec field as is (serviceAccountName aside: the chart's, as
 upstream), and runner.pod.metadata (actions.github.com/* keys dropped) with the chart's own labels as
-the template's metadata. Upstream's own type checks are kept, with its words. Called once, from
+the template's metadata (resource.all's labels and annotations under them, as upstream). Upstream's own type checks are kept, with its words. Called once, from
 translateExperimentalShape, after the scale set's name is known.
 */}}
 {{- define "aro-scale-set.translateExperimentalRunnerPod" -}}
@@ -157,10 +186,15 @@ translateExperimentalShape, after the scale set's name is known.
 {{- with $lists.initContainers }}{{ $_ := set $spec "initContainers" (deepCopy .) }}{{ end }}
 {{- with $lists.volumes }}{{ $_ := set $spec "volumes" (deepCopy .) }}{{ end }}
 {{- $own := include "aro-scale-set.labels" . | fromYaml }}
+{{- $all := dig "all" "metadata" (dict) ($v.resource | default dict) }}
 {{- $labels := dict }}
-{{- range $k, $val := ($podMeta.labels | default dict) }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $labels $k (toString $val) }}{{ end }}{{ end }}
+{{- range $source := list ($all.labels | default dict) ($podMeta.labels | default dict) }}
+{{- range $k, $val := $source }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $labels $k (toString $val) }}{{ end }}{{ end }}
+{{- end }}
 {{- $annotations := dict }}
-{{- range $k, $val := ($podMeta.annotations | default dict) }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $annotations $k (toString $val) }}{{ end }}{{ end }}
+{{- range $source := list ($all.annotations | default dict) ($podMeta.annotations | default dict) }}
+{{- range $k, $val := $source }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $annotations $k (toString $val) }}{{ end }}{{ end }}
+{{- end }}
 {{- $metadata := dict "labels" (merge $own $labels) }}
 {{- with $annotations }}{{ $_ := set $metadata "annotations" . }}{{ end }}
 {{- $defaultRunner := dict "name" "runner" "image" "ghcr.io/actions/actions-runner:latest" "command" (list "/home/runner/run.sh") }}

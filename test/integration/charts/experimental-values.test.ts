@@ -328,4 +328,66 @@ describe('aro-scale-set given upstream experimental chart values', () => {
       }),
     ).toContain('template: give the runner pod either as');
   });
+
+  it('puts resource.<object>.metadata on the same objects as resourceMeta, and resource.all on every object and the runner pod', async () => {
+    const experimental = await objects({
+      setJson: {
+        scaleset: { name: 'linux' },
+        auth: { url: 'https://github.com/octo-org', githubToken: 'ghp_x' },
+        resource: {
+          all: {
+            metadata: {
+              labels: { team: 'ci', 'actions.github.com/reserved': 'dropped' },
+              annotations: { owner: 'platform' },
+            },
+          },
+          autoscalingRunnerSet: { metadata: { annotations: { 'argocd.argoproj.io/sync-wave': '1' } } },
+          managerRole: { metadata: { labels: { tier: 'rbac' }, annotations: {} } },
+          autoscalingListener: { metadata: { labels: { 'actions.github.com/kept-on-spec': 'yes' } } },
+          ephemeralRunner: { metadata: { annotations: { 'cost-center': '42' } } },
+          ephemeralRunnerConfigSecret: { metadata: { labels: {}, annotations: {} } },
+        },
+        controllerServiceAccount: CONTROLLER_SA,
+      },
+    });
+    const classic = await objects({
+      setJson: {
+        runnerScaleSetName: 'linux',
+        githubConfigUrl: 'https://github.com/octo-org',
+        githubConfigSecret: { github_token: 'ghp_x' },
+        labels: { team: 'ci' },
+        annotations: { owner: 'platform' },
+        resourceMeta: {
+          autoscalingRunnerSet: { annotations: { 'argocd.argoproj.io/sync-wave': '1' } },
+          managerRole: { labels: { tier: 'rbac' } },
+          autoscalingListener: { labels: { 'actions.github.com/kept-on-spec': 'yes' } },
+          ephemeralRunner: { annotations: { 'cost-center': '42' } },
+        },
+        template: {
+          metadata: {
+            labels: { ...runnerPodLabels('linux'), team: 'ci' },
+            annotations: { owner: 'platform' },
+          },
+        },
+        controllerServiceAccount: CONTROLLER_SA,
+      },
+    });
+    expect(experimental).toEqual(classic);
+    const role = experimental.find((m) => m.kind === 'Role' && m.metadata.name.endsWith('-manager'));
+    expect(role?.metadata.labels).toMatchObject({ team: 'ci', tier: 'rbac' });
+    expect(role?.metadata.annotations).toMatchObject({ owner: 'platform' });
+  });
+
+  it('refuses a resource key upstream does not have, and extraRules, naming them', async () => {
+    expect(await refusal({ resource: { listener: { metadata: { labels: { a: 'b' } } } } })).toContain(
+      "resource.listener: not a value of upstream's gha-runner-scale-set-experimental chart",
+    );
+    expect(
+      await refusal({
+        resource: {
+          kubernetesModeRole: { extraRules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }] },
+        },
+      }),
+    ).toContain('resource.kubernetesModeRole.extraRules: not translated');
+  });
 });
