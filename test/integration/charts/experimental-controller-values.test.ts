@@ -64,6 +64,8 @@ describe('aro-controller given upstream experimental controller chart values', (
               runnerMaxConcurrentReconciles: 4,
               excludeLabelPropagationPrefixes: ['argocd.argoproj.io/'],
               k8sClientRateLimiterQPS: 50,
+              k8sClientRateLimiterBurst: 100,
+              rateLimiter: { name: 'typed_rate_limiter' },
               healthProbeBindAddress: ':8081',
             },
             container: {
@@ -110,6 +112,8 @@ describe('aro-controller given upstream experimental controller chart values', (
           runnerMaxConcurrentReconciles: 4,
           excludeLabelPropagationPrefixes: ['argocd.argoproj.io/'],
           k8sClientRateLimiterQPS: 50,
+          k8sClientRateLimiterBurst: 100,
+          rateLimiter: { name: 'typed_rate_limiter' },
           healthProbeBindAddress: ':8081',
         },
         image: { repository: 'registry.corp:5000/mirror/aro', tag: '1.2.3', pullPolicy: 'Always' },

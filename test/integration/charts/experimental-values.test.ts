@@ -40,6 +40,20 @@ const DEFAULT_RUNNER = {
   command: ['/home/runner/run.sh'],
 };
 
+/** The objects of upstream's `resource` not named in the resource test otherwise: each gets a label. */
+const EVERY_OTHER_OBJECT = [
+  'managerRoleBinding',
+  'noPermissionServiceAccount',
+  'kubernetesModeRole',
+  'kubernetesModeRoleBinding',
+  'kubernetesModeServiceAccount',
+  'listenerServiceAccount',
+  'listenerRole',
+  'listenerRoleBinding',
+  'listenerConfigSecret',
+  'ephemeralRunnerSet',
+];
+
 async function refusal(setJson: Record<string, unknown>): Promise<string> {
   const result = await helm(
     templateArgs(CHARTS.scaleSet, {
@@ -346,6 +360,9 @@ describe('aro-scale-set given upstream experimental chart values', () => {
           autoscalingListener: { metadata: { labels: { 'actions.github.com/kept-on-spec': 'yes' } } },
           ephemeralRunner: { metadata: { annotations: { 'cost-center': '42' } } },
           ephemeralRunnerConfigSecret: { metadata: { labels: {}, annotations: {} } },
+          ...Object.fromEntries(
+            EVERY_OTHER_OBJECT.map((key) => [key, { metadata: { labels: { object: key } } }]),
+          ),
         },
         controllerServiceAccount: CONTROLLER_SA,
       },
@@ -362,6 +379,7 @@ describe('aro-scale-set given upstream experimental chart values', () => {
           managerRole: { labels: { tier: 'rbac' } },
           autoscalingListener: { labels: { 'actions.github.com/kept-on-spec': 'yes' } },
           ephemeralRunner: { annotations: { 'cost-center': '42' } },
+          ...Object.fromEntries(EVERY_OTHER_OBJECT.map((key) => [key, { labels: { object: key } }])),
         },
         template: {
           metadata: {
