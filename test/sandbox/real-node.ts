@@ -211,6 +211,7 @@ export async function runRealNodeSandbox(options: SandboxOptions, io: SandboxIo)
       aborted: io.signal.aborted,
       pids,
       folders,
+      notMeasured: 'the pods run on the node, not as host processes the sandbox audits',
     };
   } catch (err) {
     await product?.stop().catch(() => undefined);

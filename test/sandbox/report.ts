@@ -43,6 +43,12 @@ export interface SandboxReport {
   pids: number[];
   /** Every temporary folder the run made (the control plane's run folder holds the sandbox's). */
   folders: string[];
+  /**
+   * Why the figures only the players and the host processes' logs give (runner lifecycle, API
+   * writes and calls, identities, RBAC refusals, chart objects left) were not taken: the summary says
+   * so instead of printing zeros that read as measured.
+   */
+  notMeasured?: string;
 }
 
 function identityRow(r: SandboxReport, who: Identity['who']): string {
@@ -55,6 +61,8 @@ function identityRow(r: SandboxReport, who: Identity['who']): string {
 /** The summary table. */
 export function renderReport(r: SandboxReport): string {
   const perJob = (n: number): string => (r.jobs > 0 ? (n / r.jobs).toFixed(2) : '-');
+  const unmeasured = r.notMeasured === undefined ? undefined : `(not measured: ${r.notMeasured})`;
+  const measured = (value: () => string): string => unmeasured ?? value();
   const rows: Array<[string, string]> = [
     ['wall time of the workload', formatDuration(r.wallMs)],
     ['jobs done (succeeded)', `${r.succeeded} of ${r.jobs}`],
@@ -63,21 +71,26 @@ export function renderReport(r: SandboxReport): string {
     ['queue wait p50 / p95', `${formatDuration(r.queueWaitP50Ms)} / ${formatDuration(r.queueWaitP95Ms)}`],
     [
       'runner lifecycle p50 / p95',
-      `${formatDuration(r.runnerLifecycleP50Ms)} / ${formatDuration(r.runnerLifecycleP95Ms)} (${r.runnersSeen} runners)`,
+      measured(
+        () =>
+          `${formatDuration(r.runnerLifecycleP50Ms)} / ${formatDuration(r.runnerLifecycleP95Ms)} (${r.runnersSeen} runners)`,
+      ),
     ],
-    ['Kubernetes writes per job', `${perJob(r.kubeWrites)} (${r.kubeWrites} in all)`],
-    ['Actions calls per job', `${perJob(r.actionsCalls)} (${r.actionsCalls} in all)`],
-    ['controllers ran as', identityRow(r, 'controller')],
-    ['listeners ran as', identityRow(r, 'listener')],
-    ['RBAC refusals in their logs', String(r.refusals.length)],
+    ['Kubernetes writes per job', measured(() => `${perJob(r.kubeWrites)} (${r.kubeWrites} in all)`)],
+    ['Actions calls per job', measured(() => `${perJob(r.actionsCalls)} (${r.actionsCalls} in all)`)],
+    ['controllers ran as', measured(() => identityRow(r, 'controller'))],
+    ['listeners ran as', measured(() => identityRow(r, 'listener'))],
+    ['RBAC refusals in their logs', measured(() => String(r.refusals.length))],
     ...(r.leakAudit ?? []).map((line): [string, string] => ['leak audit at the end of the workload', line]),
     ['registrations left on the service', String(r.registrationsLeft)],
     ['pods and secrets left', `${r.podsLeft + r.secretsLeft} (${r.podsLeft} pods, ${r.secretsLeft} secrets)`],
     [
       'scale-set chart objects left',
-      r.chartObjectsLeft.length === 0
-        ? '0'
-        : `${r.chartObjectsLeft.length} (${r.chartObjectsLeft.join(', ')})`,
+      measured(() =>
+        r.chartObjectsLeft.length === 0
+          ? '0'
+          : `${r.chartObjectsLeft.length} (${r.chartObjectsLeft.join(', ')})`,
+      ),
     ],
     ['processes left', String(r.processesLeft)],
     ['temporary folders left', String(r.tempFoldersLeft)],
