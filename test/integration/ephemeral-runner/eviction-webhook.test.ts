@@ -298,6 +298,32 @@ describe('EphemeralRunner eviction webhook', () => {
     expect(suite.sim.runner('wh-busy')).toBeDefined();
   });
 
+  it('lets a drain take a runner whose job completed while its process still runs: marks lifted, registration removed first', async () => {
+    await startWithWebhook('wh-done');
+    const job = suite.sim.startJob('wh-done', { displayName: 'build' });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, 'wh-done', {
+      status: { jobId: job.jobId },
+    });
+    await f.waitForPod(
+      'wh-done',
+      (p) => p?.metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true',
+      'the busy label on the pod',
+    );
+    expect((await evict('wh-done')).code).toBe(429);
+
+    // The service completes the job; the runner process is still finishing (no exit yet), so the
+    // controller has not lifted the marks, and without the webhook the budget would refuse.
+    suite.sim.completeJob(job.jobId, 'succeeded');
+    expect((await f.pod('wh-done'))?.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBe('true');
+    const answer = await evict('wh-done');
+    expect(answer).toEqual({ code: 201, message: '' });
+    expect(suite.sim.runner('wh-done')).toBeUndefined();
+    const pod = await f.pod('wh-done');
+    expect(pod?.metadata?.deletionTimestamp).toBeDefined();
+    expect(pod?.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBeUndefined();
+    expect(suite.sim.job(job.jobId)?.result).toBe('succeeded');
+  });
+
   it('lets drains through when the controller is down (failurePolicy Ignore); the budget still holds busy pods', async () => {
     await startWithWebhook('wh-down-idle');
     await idleRunner('wh-down-busy');
