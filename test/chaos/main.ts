@@ -164,7 +164,9 @@ async function main(): Promise<number> {
   );
   const runs: ChaosRun[] = [];
   const harnessFailures: number[] = [];
-  const givenTimeScale = process.env[TIME_SCALE_ENV];
+  // What the user set, if anything; null rather than undefined, which would let the default parameter
+  // read back the value the first run derived and keep it for every later run.
+  const givenTimeScale = process.env[TIME_SCALE_ENV] ?? null;
   for (let i = 0; i < cli.runs; i++) {
     process.stdout.write(`    ${useTimeScaleForLoad(givenTimeScale)}\n`);
     const seed = cli.seed + i;

@@ -55,8 +55,8 @@ export function timeScaleForLoad(load1: number = loadavg()[0], cores: number = c
  * scale 1 on a machine at load 40, a 10 s bound on one pod-status write ended chaos seed 112 with a
  * runner pod nobody finished.
  */
-export function useTimeScaleForLoad(given: string | undefined = process.env[TIME_SCALE_ENV]): string {
-  const derived = given === undefined || given === '';
+export function useTimeScaleForLoad(given: string | undefined | null = process.env[TIME_SCALE_ENV]): string {
+  const derived = given === undefined || given === null || given === '';
   if (derived) process.env[TIME_SCALE_ENV] = String(timeScaleForLoad());
   const scale = timeScale();
   return `${TIME_SCALE_ENV}=${scale} (${derived ? `derived from the load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores` : 'set'}): every wait bound is x${scale}`;

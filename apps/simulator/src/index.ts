@@ -11,6 +11,8 @@ export {
 } from './fault-windows';
 export {
   KeyVaultStandIn,
+  type KeyVaultOutageAnswer,
+  type KeyVaultOutageTarget,
   type KeyVaultRequest,
   type KeyVaultStandInOptions,
 } from './azure-key-vault/key-vault-stand-in';

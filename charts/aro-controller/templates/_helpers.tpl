@@ -14,19 +14,8 @@ gha-rs-controller
 {{- default (include "aro-controller.baseName" .) .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/*
-Upstream's *experimental* controller chart (gha-runner-scale-set-controller-experimental) nests its
-values under `controller`. The schema lets the key through so that this refusal, saying what it is, is
-the message; called from the full name, which every template goes through.
-*/}}
-{{- define "aro-controller.refuseExperimentalShape" -}}
-{{- if hasKey .Values "controller" }}
-{{- fail "controller: values of upstream's gha-runner-scale-set-controller-experimental chart; aro-controller takes gha-runner-scale-set-controller's values (controller.replicaCount -> replicaCount, controller.manager.config.* -> flags.*, controller.manager.container.* -> image/env/resources/securityContext, controller.pod.* -> pod*, nodeSelector, tolerations, affinity; docs/helm.md maps each key)" }}
-{{- end }}
-{{- end }}
-
 {{- define "aro-controller.fullname" -}}
-{{- include "aro-controller.refuseExperimentalShape" . }}
+{{- include "aro-controller.translateExperimentalShape" . }}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}

@@ -69,14 +69,7 @@ this chart cannot say the same way is refused, naming the key. docs/migrating.md
 {{- fail (printf "runner.mode: %s is not a mode upstream's experimental chart renders (\"\", dind, kubernetes)" $mode) }}
 {{- end }}
 {{- $untranslated := list }}
-{{- $pod := $runner.pod | default dict }}
-{{- $podMeta := $pod.metadata | default dict }}
-{{- $podSpec := $pod.spec | default dict }}
-{{- if or $podMeta.labels $podMeta.annotations }}{{ $untranslated = append $untranslated "runner.pod.metadata" }}{{ end }}
-{{- range $k, $val := $podSpec }}{{ if $val }}{{ $untranslated = append $untranslated (printf "runner.pod.spec.%s" $k) }}{{ end }}{{ end }}
-{{- $container := $runner.container | default dict }}
-{{- if and $container.image (ne $container.image "ghcr.io/actions/actions-runner:latest") }}{{ $untranslated = append $untranslated "runner.container.image" }}{{ end }}
-{{- if and $container.command (ne (toJson $container.command) "[\"/home/runner/run.sh\"]") }}{{ $untranslated = append $untranslated "runner.container.command" }}{{ end }}
+{{- include "aro-scale-set.translateExperimentalRunnerPod" . }}
 {{- $km := $runner.kubernetesMode | default dict }}
 {{- if $km.serviceAccountName }}{{ $untranslated = append $untranslated "runner.kubernetesMode.serviceAccountName" }}{{ end }}
 {{- /* The dind and kubernetes modes render upstream's classic templates, whose settings are upstream's
@@ -96,14 +89,125 @@ this chart cannot say the same way is refused, naming the key. docs/migrating.md
 {{- $untranslated = append $untranslated (printf "runner.dind.%s" $k) }}
 {{- end }}
 {{- end }}
+{{- /* resource.<object>.metadata: resourceMeta.<object> (the same object names); resource.all: the
+  labels and annotations of every object the chart makes (and of the runner pod, above). As upstream,
+  actions.github.com/* keys are dropped from what goes on the chart's own objects and kept on the
+  spec's metadata of the objects the controller makes. */}}
+{{- $chartObjects := list "autoscalingRunnerSet" "managerRole" "managerRoleBinding" "noPermissionServiceAccount" "kubernetesModeRole" "kubernetesModeRoleBinding" "kubernetesModeServiceAccount" }}
+{{- $specObjects := list "autoscalingListener" "listenerServiceAccount" "listenerRole" "listenerRoleBinding" "listenerConfigSecret" "ephemeralRunnerSet" "ephemeralRunner" "ephemeralRunnerConfigSecret" }}
+{{- $resourceMeta := deepCopy ($v.resourceMeta | default dict) }}
+{{- $unknownResource := list }}
 {{- range $key, $res := ($v.resource | default dict) }}
-{{- $meta := (($res | default dict).metadata | default dict) }}
-{{- if or $meta.labels $meta.annotations }}{{ $untranslated = append $untranslated (printf "resource.%s.metadata" $key) }}{{ end }}
-{{- if ($res | default dict).extraRules }}{{ $untranslated = append $untranslated (printf "resource.%s.extraRules" $key) }}{{ end }}
+{{- $res = $res | default dict }}
+{{- if not (kindIs "map" $res) }}{{ fail (printf "resource.%s must be an object" $key) }}{{ end }}
+{{- range $field, $_ := $res }}{{ if not (has $field (list "metadata" "extraRules")) }}{{ $unknownResource = append $unknownResource (printf "resource.%s.%s" $key $field) }}{{ end }}{{ end }}
+{{- if $res.extraRules }}{{ $untranslated = append $untranslated (printf "resource.%s.extraRules" $key) }}{{ end }}
+{{- $meta := $res.metadata | default dict }}
+{{- $isSpec := has $key $specObjects }}
+{{- $given := dict }}
+{{- range $part := list "labels" "annotations" }}
+{{- $values := dict }}
+{{- range $k, $val := (get $meta $part | default dict) }}{{ if or $isSpec (not (hasPrefix "actions.github.com/" $k)) }}{{ $_ := set $values $k (toString $val) }}{{ end }}{{ end }}
+{{- with $values }}{{ $_ := set $given $part . }}{{ end }}
+{{- end }}
+{{- if eq $key "all" }}
+{{- with $given.labels }}{{ $_ := set $v "labels" (merge . ($v.labels | default dict)) }}{{ end }}
+{{- with $given.annotations }}{{ $_ := set $v "annotations" (merge . ($v.annotations | default dict)) }}{{ end }}
+{{- else if or $isSpec (has $key $chartObjects) }}
+{{- with $given }}{{ $_ := set $resourceMeta $key (merge . (get $resourceMeta $key | default dict)) }}{{ end }}
+{{- else }}
+{{- $unknownResource = append $unknownResource (printf "resource.%s" $key) }}
+{{- end }}
+{{- end }}
+{{- with $resourceMeta }}{{ $_ := set $v "resourceMeta" . }}{{ end }}
+{{- with $unknownResource }}
+{{- fail (printf "%s: not a value of upstream's gha-runner-scale-set-experimental chart" (join ", " .)) }}
 {{- end }}
 {{- with $untranslated }}
-{{- fail (printf "%s: not translated from upstream's gha-runner-scale-set-experimental values; give the runner pod as template (containerMode adds dind or the hooks to it) and object metadata as resourceMeta (docs/migrating.md maps each key)" (join ", " .)) }}
+{{- fail (printf "%s: not translated from upstream's gha-runner-scale-set-experimental values; give the runner pod as template (containerMode adds dind or the hooks to it) (docs/migrating.md maps each key)" (join ", " .)) }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Upstream's experimental `runner.pod` and `runner.container` as the runner pod `template`, as its
+autoscalingrunnserset.yaml builds `spec.template`: the container named runner from runner.container
+(image and command defaulted; in dind and kubernetes mode only image and command, with runner.env as
+its env, which is all upstream reads there), runner.pod.spec.containers after it, initContainers (in
+dind mode between the externals copy and Docker, as upstream orders them) and volumes appended to what
+the mode adds, every other runner.pod.spec field as is (serviceAccountName aside: the chart's, as
+upstream), and runner.pod.metadata (actions.github.com/* keys dropped) with the chart's own labels as
+the template's metadata (resource.all's labels and annotations under them, as upstream). Upstream's own type checks are kept, with its words. Called once, from
+translateExperimentalShape, after the scale set's name is known.
+*/}}
+{{- define "aro-scale-set.translateExperimentalRunnerPod" -}}
+{{- $v := .Values }}
+{{- $runner := $v.runner | default dict }}
+{{- $mode := $runner.mode | default "" }}
+{{- $pod := $runner.pod | default dict }}
+{{- if not (kindIs "map" $pod) }}{{ fail "runner.pod must be an object" }}{{ end }}
+{{- $podMeta := $pod.metadata | default dict }}
+{{- $podSpec := $pod.spec | default dict }}
+{{- if not (kindIs "map" $podMeta) }}{{ fail "runner.pod.metadata must be an object" }}{{ end }}
+{{- if not (kindIs "map" $podSpec) }}{{ fail "runner.pod.spec must be an object" }}{{ end }}
+{{- $container := $runner.container | default dict }}
+{{- if not (kindIs "map" $container) }}{{ fail "runner.container must be an object" }}{{ end }}
+{{- $lists := dict }}
+{{- range $field := list "containers" "initContainers" "volumes" }}
+{{- $items := get $podSpec $field | default list }}
+{{- if not (kindIs "slice" $items) }}{{ fail (printf "runner.pod.spec.%s must be a list" $field) }}{{ end }}
+{{- range $items }}
+{{- if not (kindIs "map" .) }}{{ fail (printf "runner.pod.spec.%s must be a list of objects" $field) }}{{ end }}
+{{- if not .name }}{{ fail (printf "runner.pod.spec.%s[].name is required" $field) }}{{ end }}
+{{- if and (eq $field "containers") (eq .name "runner") }}{{ fail "runner.pod.spec.containers[].name must not be 'runner' (reserved: the runner container is runner.container)" }}{{ end }}
+{{- end }}
+{{- $_ := set $lists $field $items }}
+{{- end }}
+{{- $image := $container.image | default "ghcr.io/actions/actions-runner:latest" }}
+{{- $command := $container.command | default (list "/home/runner/run.sh") }}
+{{- if not (kindIs "string" $image) }}{{ fail "runner.container.image must be a string" }}{{ end }}
+{{- if not (kindIs "slice" $command) }}{{ fail "runner.container.command must be a list" }}{{ end }}
+{{- $runnerContainer := dict "name" "runner" "image" $image "command" $command }}
+{{- $modeExtras := omit $container "name" "image" "command" }}
+{{- if eq $mode "" }}
+{{- $runnerContainer = merge $runnerContainer (deepCopy $modeExtras) }}
+{{- if $runner.env }}{{ fail "runner.env: upstream's experimental chart reads it only with runner.mode dind or kubernetes; without a mode set runner.container.env" }}{{ end }}
+{{- else }}
+{{- with $modeExtras }}
+{{- fail (printf "runner.container.%s: upstream's experimental chart ignores it with runner.mode %s (it reads only image and command there; runner.env is the runner's env); leave it out, or give the runner pod as template with containerMode" (join ", runner.container." (keys . | sortAlpha)) $mode) }}
+{{- end }}
+{{- with $runner.env }}
+{{- if not (kindIs "slice" .) }}{{ fail "runner.env must be a list" }}{{ end }}
+{{- $_ := set $runnerContainer "env" (deepCopy .) }}
+{{- end }}
+{{- end }}
+{{- $spec := deepCopy (omit $podSpec "containers" "initContainers" "volumes" "serviceAccountName") }}
+{{- $_ := set $spec "containers" (concat (list $runnerContainer) (deepCopy $lists.containers)) }}
+{{- with $lists.initContainers }}{{ $_ := set $spec "initContainers" (deepCopy .) }}{{ end }}
+{{- with $lists.volumes }}{{ $_ := set $spec "volumes" (deepCopy .) }}{{ end }}
+{{- $own := include "aro-scale-set.labels" . | fromYaml }}
+{{- $all := dig "all" "metadata" (dict) ($v.resource | default dict) }}
+{{- $labels := dict }}
+{{- range $source := list ($all.labels | default dict) ($podMeta.labels | default dict) }}
+{{- range $k, $val := $source }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $labels $k (toString $val) }}{{ end }}{{ end }}
+{{- end }}
+{{- $annotations := dict }}
+{{- range $source := list ($all.annotations | default dict) ($podMeta.annotations | default dict) }}
+{{- range $k, $val := $source }}{{ if not (hasPrefix "actions.github.com/" $k) }}{{ $_ := set $annotations $k (toString $val) }}{{ end }}{{ end }}
+{{- end }}
+{{- $metadata := dict "labels" (merge $own $labels) }}
+{{- with $annotations }}{{ $_ := set $metadata "annotations" . }}{{ end }}
+{{- $defaultRunner := dict "name" "runner" "image" "ghcr.io/actions/actions-runner:latest" "command" (list "/home/runner/run.sh") }}
+{{- $runnerGiven := or (ne (toJson $runnerContainer) (toJson $defaultRunner)) $lists.containers $lists.initContainers $lists.volumes $podMeta.labels $podMeta.annotations }}
+{{- range $k, $val := omit $podSpec "containers" "initContainers" "volumes" "serviceAccountName" }}{{ if $val }}{{ $runnerGiven = true }}{{ end }}{{ end }}
+{{- if ne (toJson $v.template) (toJson (dict "spec" (dict "containers" (list $defaultRunner)))) }}
+{{- /* This chart's own template next to the experimental shape: used as given, unless both say it. */}}
+{{- if $runnerGiven }}
+{{- fail "template: give the runner pod either as upstream's experimental runner.pod / runner.container or as template, not both" }}
+{{- end }}
+{{- else }}
+{{- $_ := set $v "template" (dict "metadata" $metadata "spec" $spec) }}
+{{- if eq $mode "dind" }}{{ $_ := set $v "__aroInitContainersBeforeDind" true }}{{ end }}
 {{- end }}
 {{- end }}
 

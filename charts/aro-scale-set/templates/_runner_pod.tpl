@@ -68,7 +68,13 @@ is kept, never overwritten. Built as data (dicts and lists), then printed once.
         "restartPolicy" "Always"
         "startupProbe" (dict "exec" (dict "command" (list "docker" "info")) "initialDelaySeconds" 0 "failureThreshold" 24 "periodSeconds" 5)
         "volumeMounts" (list (dict "name" "work" "mountPath" "/home/runner/_work") (dict "name" "dind-sock" "mountPath" "/var/run") (dict "name" "dind-externals" "mountPath" "/home/runner/externals"))) }}
-{{- $_ := set $spec "initContainers" (concat $init (default (list) $spec.initContainers)) }}
+{{- $userInit := default (list) $spec.initContainers }}
+{{- if .Values.__aroInitContainersBeforeDind }}
+{{- /* Upstream's experimental chart's order: the user's init containers run before Docker starts. */}}
+{{- $_ := set $spec "initContainers" (concat (list (first $init)) $userInit (list (last $init))) }}
+{{- else }}
+{{- $_ := set $spec "initContainers" (concat $init $userInit) }}
+{{- end }}
 {{- end }}
 
 {{- /* Volumes: the user's first; the mode's and TLS's only where the user has none of that name. */}}

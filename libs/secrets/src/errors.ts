@@ -69,3 +69,48 @@ function describe({ namespace, secretName, objectKind, key, detail }: SecretReso
 export function isSecretResolutionError(e: unknown): e is SecretResolutionError {
   return e instanceof SecretResolutionError;
 }
+
+export interface VaultUnavailableErrorInit {
+  namespace: string;
+  /** The vault entry that was being read. */
+  secretName: string;
+  /** The vault (its URL), as the holder's vaultConfig names it. */
+  vault: string;
+  /** What failed and how, without any value: `the vault answered 503 ServiceUnavailable`. */
+  detail: string;
+  cause?: unknown;
+}
+
+/**
+ * The vault (or the identity service it needs a token from) could not answer just now: a 5xx,
+ * throttling, a connection reset or refused, no answer before the deadline. Nothing about the
+ * holder's configuration is known to be wrong, so this is deliberately not a
+ * {@link SecretResolutionError}: callers retry it with their backoff and must not treat the holder as
+ * one whose configuration cannot work (a runner is not failed, nor is a registration it may hold
+ * given up for lost). Names the vault entry and the vault, never a value.
+ */
+export class VaultUnavailableError extends Error {
+  readonly reason = 'VaultUnavailable';
+  readonly namespace: string;
+  readonly secretName: string;
+  readonly vault: string;
+
+  constructor(init: VaultUnavailableErrorInit) {
+    super(
+      `vault secret ${init.namespace}/${init.secretName}: ${init.detail}; retried with backoff`,
+      init.cause === undefined ? undefined : { cause: init.cause },
+    );
+    this.name = 'VaultUnavailableError';
+    this.namespace = init.namespace;
+    this.secretName = init.secretName;
+    this.vault = init.vault;
+  }
+}
+
+/** Whether `err`, or an error it wraps, says a vault could not answer for now (retry, with backoff). */
+export function isVaultUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof VaultUnavailableError) return true;
+  }
+  return false;
+}

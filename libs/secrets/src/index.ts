@@ -19,9 +19,12 @@ export type { AzureKeyVaultOptions } from './azure-key-vault/azure-key-vault-opt
 export { CREDENTIAL_SOURCES, vaultTypeOf, type CredentialSource } from './credential-source';
 export {
   isSecretResolutionError,
+  isVaultUnavailable,
   SecretResolutionError,
   type SecretResolutionErrorInit,
   type SecretResolutionReason,
+  VaultUnavailableError,
+  type VaultUnavailableErrorInit,
 } from './errors';
 export { KubernetesSecretSource } from './kubernetes-secret-source';
 export {

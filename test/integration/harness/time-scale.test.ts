@@ -1,4 +1,10 @@
-import { TIME_SCALE_ENV, scaled, timeScale, timeScaleForLoad } from '../../harness/time-scale';
+import {
+  TIME_SCALE_ENV,
+  scaled,
+  timeScale,
+  timeScaleForLoad,
+  useTimeScaleForLoad,
+} from '../../harness/time-scale';
 
 describe('the time scale', () => {
   const before = process.env[TIME_SCALE_ENV];
@@ -21,6 +27,15 @@ describe('the time scale', () => {
     process.env[TIME_SCALE_ENV] = '2.5';
     expect(timeScale()).toBe(2.5);
     expect(scaled(30_000)).toBe(75_000);
+  });
+
+  it("derives the scale again for each chaos run when the user set none, not the first run's value", () => {
+    // What the first run of a series derived, as the chaos runner leaves it in its environment.
+    process.env[TIME_SCALE_ENV] = '3.7';
+    expect(useTimeScaleForLoad(null)).toMatch(/derived from the load average/);
+    expect(process.env[TIME_SCALE_ENV]).toBe(String(timeScaleForLoad()));
+    // A scale the user gave stays.
+    expect(useTimeScaleForLoad('2')).toMatch(/\(set\)/);
   });
 
   it('refuses a value that is not a number of at least 1, naming the variable', () => {

@@ -4,6 +4,8 @@ import {
   Annotations,
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   ListenerConfig,
@@ -200,6 +202,138 @@ describe('AutoscalingRunnerSet with its GitHub config in Azure Key Vault', () =>
       await check(denied, 'gh-config-kv', `the vault refused app ${vault.config.clientId} access (403)`);
     } finally {
       vault.standIn.allow(vault.config.clientId);
+    }
+    expect(logLines.join('\n')).not.toContain(DEFAULT_PAT);
+  });
+
+  it('calls a vault outage VaultUnavailable on the set, retries it with backoff, and runners wait it out', async () => {
+    await start();
+    const key = 'gh-config-outage';
+    vault.standIn.setSecret(key, JSON.stringify({ github_token: DEFAULT_PAT }));
+    const outageAnswers = () =>
+      vault.standIn.requests.filter((r) => r.outage === 'vault' && r.path.startsWith(`/secrets/${key}/`))
+        .length;
+    const name = uniqueName('akv-outage');
+    const scaleSetReady = async () =>
+      (await readArs(name))?.status?.conditions?.find((x) => x.type === 'ScaleSetReady');
+
+    // The vault answers 503 from before the set exists.
+    vault.standIn.startOutage('vault', { status: 503 });
+    let outageEnded = false;
+    try {
+      await f.kube.create(AutoscalingRunnerSetKind, vaultScaleSet(name, key, false));
+      const failed = await waitFor(
+        async () => {
+          const c = await scaleSetReady();
+          return c?.status === 'False' ? c : undefined;
+        },
+        { description: `ScaleSetReady False on ${name}`, timeoutMs: 60_000 },
+      );
+      expect(failed.reason).toBe('VaultUnavailable');
+      expect(failed.message).toContain(
+        `vault secret ${f.namespace}/${key}: Azure Key Vault ${vault.standIn.url} unavailable: the vault answered 503 ServiceUnavailable`,
+      );
+      expect(failed.message).toContain(`AutoscalingRunnerSet ${name}`);
+      const warning = await waitFor(
+        async () => (await events(name)).find((e) => e.type === 'Warning' && e.reason === 'VaultUnavailable'),
+        { description: `the VaultUnavailable Warning Event on ${name}` },
+      );
+      expect(warning.message).toContain(`Azure Key Vault ${vault.standIn.url} unavailable`);
+
+      // Backoff, not a hot loop: each attempt the controller logs waits longer than the one before,
+      // and the vault saw no more reads than those attempts make (the SDK's own retries included).
+      const attempts = await waitFor(
+        () => {
+          const seen = logLines
+            .filter((l) => l.includes('Cannot reach the runner scale set') && l.includes(name))
+            .map((l) => JSON.parse(l) as { reason?: string; attempts?: number; retryInMs?: number });
+          return seen.length >= 3 ? seen : undefined;
+        },
+        { description: `three attempts of ${name} logged`, timeoutMs: 60_000 },
+      );
+      expect(attempts.every((a) => a.reason === 'VaultUnavailable')).toBe(true);
+      expect(attempts[1].retryInMs!).toBeGreaterThan(attempts[0].retryInMs!);
+      expect(attempts[2].retryInMs!).toBeGreaterThan(attempts[1].retryInMs!);
+      const sdkAttemptsPerRead = 3; // the controller's vault client: one read and two SDK retries
+      const loggedAttempts = logLines.filter(
+        (l) => l.includes('Cannot reach the runner scale set') && l.includes(name),
+      ).length;
+      expect(outageAnswers()).toBeLessThanOrEqual((loggedAttempts + 1) * sdkAttemptsPerRead);
+      expect(suite.sim.scaleSets().some((s) => s.name === name)).toBe(false);
+
+      // The vault is back: the set gets its scale set with no one touching it.
+      vault.standIn.endOutage('vault');
+      outageEnded = true;
+      await waitFor(async () => ((await scaleSetReady())?.status === 'True' ? true : undefined), {
+        description: `ScaleSetReady True on ${name} after the outage`,
+        timeoutMs: 60_000,
+      });
+    } finally {
+      if (!outageEnded) vault.standIn.endOutage('vault');
+    }
+    const ars = (await readArs(name))!;
+    const scaleSetId = Number(ars.metadata!.annotations![Annotations.runnerScaleSetId]);
+    expect(suite.sim.scaleSets().some((s) => s.id === scaleSetId && s.name === name)).toBe(true);
+
+    // A runner made while the vault is out cannot register; it is not failed for it, and registers
+    // and runs its job once the vault is back.
+    const ers = await waitFor(
+      async () =>
+        (await f.list<EphemeralRunnerSet>(EphemeralRunnerSetKind)).find((s) =>
+          s.metadata?.ownerReferences?.some((o) => o.name === name),
+        ),
+      { description: 'the EphemeralRunnerSet' },
+    );
+    const player = new RunnerPlayer({
+      kubeConfig: testKubeConfig(),
+      namespace: f.namespace,
+      service: suite.sim,
+      jobDurationMs: 200,
+      pollIntervalMs: 100,
+    }).start();
+    try {
+      const job = suite.sim.enqueueJob({ scaleSetId });
+      vault.standIn.startOutage('vault', 'reset');
+      outageEnded = false;
+      try {
+        await f.scale(ers.metadata!.name!, 1, 1);
+        const [runner] = await waitForRunners(
+          f,
+          ers.metadata!.name!,
+          (r) => live(r).length === 1,
+          'a runner',
+        );
+        const runnerName = runner.metadata!.name!;
+        const refused = await waitFor(
+          async () =>
+            (await events(runnerName)).find((e) => e.type === 'Warning' && e.reason === 'RegistrationFailed'),
+          { description: `RegistrationFailed on ${runnerName} during the outage`, timeoutMs: 60_000 },
+        );
+        expect(refused.message).toContain(
+          `vault secret ${f.namespace}/${key}: Azure Key Vault ${vault.standIn.url} unavailable: the vault could not be reached (ECONNRESET)`,
+        );
+        expect(suite.sim.runner(runnerName)).toBeUndefined();
+        vault.standIn.endOutage('vault');
+        outageEnded = true;
+        await waitFor(() => suite.sim.runner(runnerName), {
+          description: `registration of ${runnerName} after the outage`,
+          timeoutMs: 60_000,
+        });
+        // The same EphemeralRunner, never failed.
+        const after = await f.read<EphemeralRunner>(EphemeralRunnerKind, runnerName);
+        expect(after?.metadata?.uid).toBe(runner.metadata!.uid);
+        expect(after?.status?.phase).not.toBe('Failed');
+        suite.sim.assignJobToRunner(runnerName, job.jobId);
+      } finally {
+        if (!outageEnded) vault.standIn.endOutage('vault');
+      }
+      await waitFor(() => suite.sim.job(job.jobId)?.state === 'completed', {
+        description: `job ${job.jobId} completed`,
+        timeoutMs: 60_000,
+      });
+      expect(suite.sim.job(job.jobId)?.result).toBe('succeeded');
+    } finally {
+      await player.stop();
     }
     expect(logLines.join('\n')).not.toContain(DEFAULT_PAT);
   });

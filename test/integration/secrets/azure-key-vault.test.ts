@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { copyFile, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import type { KubeClient } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
 import {
@@ -8,7 +10,9 @@ import {
   KubernetesSecretSource,
   SecretResolutionError,
   SecretResolver,
+  VaultUnavailableError,
 } from '@aro/secrets';
+import type { KeyVaultOutageAnswer, KeyVaultOutageTarget } from '../../../apps/simulator/src';
 import { createTestNamespace } from '../../harness';
 import { KeyVaultFixture, startKeyVault } from '../../harness/azure-key-vault';
 import { ConnectProxy, startConnectProxy } from '../actions/support';
@@ -42,12 +46,12 @@ describe('AzureKeyVaultSource against the Key Vault stand-in', () => {
     caCertificates: [vault.caPem],
     maxRetries: 0,
   });
-  const resolverWith = (options: AzureKeyVaultOptions) =>
+  const resolverWith = (options: AzureKeyVaultOptions, timeoutMs = 20_000) =>
     new SecretResolver({
       kube,
       multiClient: newMultiClient(),
       logger: silentLogger,
-      timeoutMs: 20_000,
+      timeoutMs,
       sources: [new AzureKeyVaultSource(kube, options), new KubernetesSecretSource(kube)],
     });
   const holder = (overrides: Partial<GitHubConfigHolder> = {}): GitHubConfigHolder =>
@@ -153,6 +157,77 @@ describe('AzureKeyVaultSource against the Key Vault stand-in', () => {
     );
   });
 
+  /** The error a resolution fails with while `target` answers `answer`; the vault is back after. */
+  async function duringOutage(
+    target: KeyVaultOutageTarget,
+    answer: KeyVaultOutageAnswer,
+    resolver = resolverWith(reachStandIn()),
+  ): Promise<unknown> {
+    const seen = vault.standIn.outageAnswers(target);
+    vault.standIn.startOutage(target, answer);
+    try {
+      return await resolver.getCredentials(holder()).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    } finally {
+      vault.standIn.endOutage(target);
+      // The failure came from the outage, not from something else on the way.
+      expect(vault.standIn.outageAnswers(target)).toBeGreaterThan(seen);
+    }
+  }
+
+  const unavailable = (detail: string) =>
+    expect.objectContaining({
+      name: 'VaultUnavailableError',
+      reason: 'VaultUnavailable',
+      namespace: ns,
+      secretName: 'gh-config',
+      vault: vault.standIn.url,
+      message: `vault secret ${ns}/gh-config: Azure Key Vault ${vault.standIn.url} unavailable: ${detail} (GitHub config of AutoscalingRunnerSet test-set); retried with backoff`,
+    });
+
+  it('calls a vault outage (5xx, a dropped connection) VaultUnavailable, not a configuration failure', async () => {
+    const e503 = await duringOutage('vault', { status: 503 });
+    expect(e503).toEqual(unavailable('the vault answered 503 ServiceUnavailable'));
+    expect(e503).toBeInstanceOf(VaultUnavailableError);
+    expect(e503).not.toBeInstanceOf(SecretResolutionError);
+    expect(await duringOutage('vault', { status: 500 })).toEqual(
+      unavailable('the vault answered 500 ServiceUnavailable'),
+    );
+    expect(await duringOutage('vault', 'reset')).toEqual(
+      unavailable('the vault could not be reached (ECONNRESET)'),
+    );
+    // Throttling passes too.
+    expect(await duringOutage('vault', { status: 429 })).toEqual(
+      unavailable('the vault answered 429 ServiceUnavailable'),
+    );
+    // The outage is over: the same read works.
+    await expect(resolverWith(reachStandIn()).getCredentials(holder())).resolves.toEqual({
+      kind: 'pat',
+      token: PAT,
+    });
+  });
+
+  it("calls an outage of Entra ID's token endpoint VaultUnavailable, not a refused app", async () => {
+    // A fresh resolver holds no token, so the read needs the token endpoint.
+    expect(await duringOutage('token', { status: 503 })).toEqual(
+      unavailable("Entra ID's token endpoint failed (temporarily_unavailable)"),
+    );
+    expect(await duringOutage('token', 'reset')).toEqual(
+      unavailable("Entra ID's token endpoint failed (network_error)"),
+    );
+  });
+
+  it('calls a vault that does not answer within the resolution deadline VaultUnavailable', async () => {
+    const resolver = resolverWith(reachStandIn(), 1_000);
+    // A token first, so the read that hangs is the vault's.
+    await expect(resolver.getCredentials(holder())).resolves.toEqual({ kind: 'pat', token: PAT });
+    expect(await duringOutage('vault', 'silence', resolver)).toEqual(
+      unavailable('no answer from the vault or Entra ID in time'),
+    );
+  });
+
   it('names the field of a vaultConfig that cannot work', async () => {
     const resolver = resolverWith(reachStandIn());
     const missing = await resolutionError(
@@ -180,6 +255,43 @@ describe('AzureKeyVaultSource against the Key Vault stand-in', () => {
     expect(noFile.message).toContain(
       'vaultConfig.azureKeyVault.certificatePath /nonexistent/akv.pem: cannot be read in the controller (ENOENT)',
     );
+  });
+
+  it('names a PKCS#12 certificate file and how to convert it; the converted PEM works', async () => {
+    const run = promisify(execFile);
+    const pfx = `${vault.appCertificatePath}.pfx`;
+    const converted = `${vault.appCertificatePath}.converted.pem`;
+    const holderWith = (certificatePath: string) =>
+      holder({
+        vaultConfig: { type: 'azure_key_vault', azureKeyVault: { ...vault.config, certificatePath } },
+      });
+    try {
+      // What Azure's portal and Key Vault hand out: the certificate and its key, no password.
+      await run(
+        'openssl',
+        ['pkcs12', '-export', '-in', vault.appCertificatePath, '-out', pfx, '-passout', 'pass:'],
+        { timeout: 30_000 },
+      );
+      const e = await resolutionError(resolverWith(reachStandIn()).getCredentials(holderWith(pfx)));
+      expect(e).toMatchObject({ reason: 'InvalidVaultConfig' });
+      expect(e.message).toContain(
+        `vaultConfig.azureKeyVault.certificatePath ${pfx}: is PKCS#12 (.pfx), which ARO does not read (upstream does)`,
+      );
+      // The conversion the message and docs/secrets.md give.
+      const [, ...args] = 'openssl pkcs12 -in cert.pfx -out cert.pem -nodes -passin pass:'.split(' ');
+      await run(
+        'openssl',
+        args.map((a) => (a === 'cert.pfx' ? pfx : a === 'cert.pem' ? converted : a)),
+        { timeout: 30_000 },
+      );
+      await expect(resolverWith(reachStandIn()).getCredentials(holderWith(converted))).resolves.toEqual({
+        kind: 'pat',
+        token: PAT,
+      });
+    } finally {
+      await rm(pfx, { force: true });
+      await rm(converted, { force: true });
+    }
   });
 
   it('reads a rotated certificate file at the next resolution', async () => {

@@ -23,11 +23,23 @@ export interface KeyVaultStandInOptions {
 export interface KeyVaultRequest {
   method: string;
   path: string;
-  /** What was answered. */
+  /** What was answered; 0 when the connection was reset instead. */
   status: number;
   /** Whether it carried a bearer token. */
   authenticated: boolean;
+  /** Set when an outage answered it (`status` 0: the connection was reset). */
+  outage?: KeyVaultOutageTarget;
 }
+
+/** Which of the two services an outage takes down. */
+export type KeyVaultOutageTarget = 'vault' | 'token';
+
+/**
+ * How a service in an outage answers: with this status (Key Vault's and Entra's error body), by
+ * closing the connection without an answer (a load balancer dropping it, a node going away), or not
+ * at all until the outage ends (`silence`: a request that hangs).
+ */
+export type KeyVaultOutageAnswer = { status: number } | 'reset' | 'silence';
 
 interface App {
   tenantId: string;
@@ -52,6 +64,8 @@ export class KeyVaultStandIn {
   private readonly denied = new Set<string>();
   private readonly tokens = new Map<string, IssuedToken>();
   private readonly sockets = new Set<Socket>();
+  private readonly outages = new Map<KeyVaultOutageTarget, KeyVaultOutageAnswer>();
+  private readonly silenced = new Set<Socket>();
   private readonly resource: string;
   private server?: Server;
   private port = 0;
@@ -111,6 +125,27 @@ export class KeyVaultStandIn {
     this.denied.delete(clientId);
   }
 
+  /**
+   * Until {@link endOutage}, every request to the vault's secrets (`vault`) or to the token endpoint
+   * (`token`) is answered with `answer`: what a transient Azure failure looks like to the client.
+   * The challenge and token flow around it are unchanged.
+   */
+  startOutage(target: KeyVaultOutageTarget, answer: KeyVaultOutageAnswer): void {
+    this.outages.set(target, answer);
+  }
+
+  /** The outage of `target` ends; requests it left hanging are closed unanswered. */
+  endOutage(target: KeyVaultOutageTarget): void {
+    this.outages.delete(target);
+    for (const socket of this.silenced) socket.destroy();
+    this.silenced.clear();
+  }
+
+  /** Requests to `target` answered by an outage (a status or a reset). */
+  outageAnswers(target: KeyVaultOutageTarget): number {
+    return this.requests.filter((r) => r.outage === target).length;
+  }
+
   /** Reads of a secret that returned its value. */
   secretReads(name: string): number {
     return this.requests.filter((r) => r.status === 200 && r.path.startsWith(`/secrets/${name}/`)).length;
@@ -124,6 +159,8 @@ export class KeyVaultStandIn {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', this.url);
     const path = url.pathname;
+    const outage = this.outageOf(req.method, path);
+    if (outage !== undefined) return this.answerOutage(req, res, outage);
     const openId = /^\/([^/]+)\/v2\.0\/\.well-known\/openid-configuration$/.exec(path);
     if (req.method === 'GET' && openId) return this.openIdConfiguration(req, res, openId[1]);
     const token = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(path);
@@ -131,6 +168,36 @@ export class KeyVaultStandIn {
     const secret = /^\/secrets\/([^/]+)\/?([^/]*)$/.exec(path);
     if (req.method === 'GET' && secret) return this.getSecret(req, res, decodeURIComponent(secret[1]));
     this.send(req, res, 404, { error: { code: 'NotFound', message: `no route ${req.method} ${path}` } });
+  }
+
+  private outageOf(method: string | undefined, path: string): KeyVaultOutageTarget | undefined {
+    if (method === 'GET' && path.startsWith('/secrets/') && this.outages.has('vault')) return 'vault';
+    if (method === 'POST' && path.endsWith('/oauth2/v2.0/token') && this.outages.has('token')) return 'token';
+    return undefined;
+  }
+
+  private answerOutage(req: IncomingMessage, res: ServerResponse, target: KeyVaultOutageTarget): void {
+    const answer = this.outages.get(target);
+    if (answer === undefined) return;
+    if (answer === 'silence') {
+      this.record(req, 0, target);
+      this.silenced.add(req.socket);
+      return;
+    }
+    if (answer === 'reset') {
+      this.record(req, 0, target);
+      // Closed without an answer: the client sees the connection reset (socket hang up).
+      req.socket.destroy();
+      return;
+    }
+    const body =
+      target === 'vault'
+        ? { error: { code: 'ServiceUnavailable', message: 'The service is temporarily unavailable.' } }
+        : {
+            error: 'temporarily_unavailable',
+            error_description: 'AADSTS90033: A transient error has occurred.',
+          };
+    this.send(req, res, answer.status, body, target);
   }
 
   private openIdConfiguration(req: IncomingMessage, res: ServerResponse, tenant: string): void {
@@ -231,13 +298,24 @@ export class KeyVaultStandIn {
     });
   }
 
-  private send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  private record(req: IncomingMessage, status: number, outage?: KeyVaultOutageTarget): void {
     this.requests.push({
       method: req.method ?? '',
       path: new URL(req.url ?? '/', this.url).pathname,
       status,
       authenticated: /^Bearer /i.test(req.headers.authorization ?? ''),
+      ...(outage === undefined ? {} : { outage }),
     });
+  }
+
+  private send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    outage?: KeyVaultOutageTarget,
+  ): void {
+    this.record(req, status, outage);
     const text = JSON.stringify(body);
     res.writeHead(status, {
       'content-type': 'application/json; charset=utf-8',

@@ -41,6 +41,8 @@ export const ScaleSetReasons = {
   invalidCredentials: 'InvalidCredentials',
   /** The set's vault (vaultConfig) cannot serve its GitHub config: a missing key, a refused app, a bad field. */
   vaultFailure: 'VaultFailure',
+  /** The set's vault (or the token endpoint it needs) is out for now: throttled, 5xx, unreachable. Retried. */
+  vaultUnavailable: 'VaultUnavailable',
   tlsFailure: 'TLSFailure',
   proxyFailure: 'ProxyFailure',
   runnerGroupNotFound: 'RunnerGroupNotFound',

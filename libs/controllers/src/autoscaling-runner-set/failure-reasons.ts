@@ -1,6 +1,6 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
 import { InvalidConfigUrlError, isProxyFailure, isTlsFailure, isUnauthorized } from '@aro/actions';
-import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
+import { isCredentialFailure, isSecretResolutionError, isVaultUnavailable } from '@aro/secrets';
 import { describeError } from '../shared/describe-error';
 
 export interface ClassifiedFailure {
@@ -11,13 +11,17 @@ export interface ClassifiedFailure {
 /**
  * Names what a person must fix when a scale set cannot be reached, instead of a bare error: a bad or
  * missing credential, a CA the server's certificate does not chain to, a proxy that refuses or cannot
- * be reached, a runner group that does not exist. Anything else is the Actions service's own error.
+ * be reached, a runner group that does not exist, a vault that cannot serve the credentials (or is
+ * out for now). Anything else is the Actions service's own error.
  */
 export function classifyScaleSetFailure(err: unknown, proxy: ProxyConfig | undefined): ClassifiedFailure {
   const message = describeError(err);
   const proxySecrets = [proxy?.http?.credentialSecretRef, proxy?.https?.credentialSecretRef].filter(
     (name): name is string => !!name,
   );
+  // Said where it arose (the credential source), so an outage of the vault is not taken for one of
+  // the Actions service: a person looks at the vault, and the set is retried with its backoff.
+  if (isVaultUnavailable(err)) return { reason: ScaleSetReasons.vaultUnavailable, message };
   if (isSecretResolutionError(err)) {
     if (
       err.reason === 'ProxyCredentialsMissing' ||

@@ -26,7 +26,8 @@ export class ScaleSetStatusWriter {
     const failure = classifyScaleSetFailure(err, ars.spec.proxy);
     const waitMs = this.ctx.failures.when(key);
     const attempts = this.ctx.failures.numRequeues(key);
-    log.warn('Cannot reach the runner scale set on the Actions service', {
+    // Not "on the Actions service": the reason says where it failed (a vault outage never reached it).
+    log.warn('Cannot reach the runner scale set', {
       reason: failure.reason,
       attempts,
       retryInMs: waitMs,

@@ -1,5 +1,5 @@
 import { isRetryable } from '@aro/actions';
-import { isCredentialFailure, isSecretResolutionError } from '@aro/secrets';
+import { isCredentialFailure, isSecretResolutionError, isVaultUnavailable } from '@aro/secrets';
 
 function inCauseChain(err: unknown, match: (e: Error) => boolean): boolean {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
@@ -15,8 +15,13 @@ function inCauseChain(err: unknown, match: (e: Error) => boolean): boolean {
  * help (the config URL is not one, a 4xx, a certificate not trusted, a proxy refusing the
  * credentials). Retrying such a failure at the controller's error backoff asks the service again
  * every few seconds for nothing, so these get a slower, per-runner backoff.
+ *
+ * A vault that is out for now (5xx, throttled, unreachable: `VaultUnavailable`) is none of these,
+ * whatever the transport's error says: it is retried at the controller's backoff, like the Actions
+ * service's own outages.
  */
 export function isUnfixableByRetry(err: unknown): boolean {
+  if (isVaultUnavailable(err)) return false;
   return isCredentialFailure(err) || !isRetryable(err);
 }
 
@@ -24,7 +29,10 @@ export function isUnfixableByRetry(err: unknown): boolean {
  * Whether no Actions client can be built from the runner's configuration: the failures above, or a
  * Secret (ConfigMap, vault entry) the configuration names that is missing or unusable. Nothing about
  * the service can be learnt through such a configuration, by this controller or by anyone else.
+ * Never a vault that is out for now: a registration made through it before the outage still exists,
+ * and taking the runner for one that never registered would drop the finalizer that records it.
  */
 export function isUnusableConfig(err: unknown): boolean {
+  if (isVaultUnavailable(err)) return false;
   return isUnfixableByRetry(err) || inCauseChain(err, isSecretResolutionError);
 }

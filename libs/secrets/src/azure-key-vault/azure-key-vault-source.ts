@@ -5,9 +5,10 @@ import type { KubeClient } from '@aro/kube';
 import { credentialsFromJson } from '../app-credentials';
 import type { GitHubConfigHolder } from '../config-holder';
 import { CredentialSource, vaultTypeOf } from '../credential-source';
-import { SecretResolutionError, SecretResolutionReason } from '../errors';
+import { SecretResolutionError, SecretResolutionReason, VaultUnavailableError } from '../errors';
 import { describeHolder, KubernetesSecretSource } from '../kubernetes-secret-source';
 import { ProxyCredentials, proxyCredentialsFromSecretData, resolveProxySettings } from '../proxy';
+import { azureOutage, codeOf, entraRefusal, statusOf } from './azure-failures';
 import { AzureKeyVaultClients } from './azure-key-vault-clients';
 import type { AzureKeyVaultOptions } from './azure-key-vault-options';
 
@@ -128,7 +129,15 @@ export class AzureKeyVaultSource implements CredentialSource {
       if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) {
         throw fail('VaultRequestRefused', `the vault answered ${status} ${codeOf(err)}`, err);
       }
-      throw err;
+      const outage = azureOutage(err, signal);
+      if (outage === undefined) throw err;
+      throw new VaultUnavailableError({
+        namespace: holder.namespace,
+        secretName,
+        vault: config.url,
+        detail: `Azure Key Vault ${config.url} unavailable: ${outage} (${role} of ${describeHolder(holder)})`,
+        cause: err,
+      });
     }
   }
 
@@ -171,45 +180,35 @@ export class AzureKeyVaultSource implements CredentialSource {
         namespace: holder.namespace,
         detail: `${describeHolder(holder)} vaultConfig.azureKeyVault.certificatePath ${config.certificatePath}: ${detail}`,
       });
-    let pem: string;
+    let file: Buffer;
     try {
-      pem = await readFile(config.certificatePath, 'utf8');
+      file = await readFile(config.certificatePath);
     } catch (err) {
       throw invalid(`cannot be read in the controller (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    const pem = file.toString('utf8');
     if (!/-----BEGIN CERTIFICATE-----/.test(pem) || !/-----BEGIN (RSA |EC )?PRIVATE KEY-----/.test(pem)) {
+      // @azure/identity's ClientCertificateCredential reads PEM only; upstream's Go SDK also reads a
+      // PKCS#12 file without a password. Said so, with the conversion, rather than a bare "not PEM".
+      if (looksLikePkcs12(file)) {
+        throw invalid(
+          `is PKCS#12 (.pfx), which ARO does not read (upstream does): convert it to PEM with the unencrypted key, ` +
+            `e.g. openssl pkcs12 -in cert.pfx -out cert.pem -nodes -passin pass: (docs/secrets.md)`,
+        );
+      }
       throw invalid('must hold the certificate and its unencrypted private key in PEM (PKCS#12 is not read)');
     }
     return pem;
   }
 }
 
-function statusOf(err: unknown): number | undefined {
-  const status = (err as { statusCode?: unknown } | undefined)?.statusCode;
-  return typeof status === 'number' ? status : undefined;
-}
-
-function codeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : '';
-}
-
 /**
- * What Entra ID said when it refused the token request (`invalid_client`, `unauthorized_client`...),
- * or undefined when the failure was not a refusal (a network error, a 5xx, throttling: retried). The
- * identity library wraps MSAL's error (which carries the OAuth error code) in its own, so the causes
- * are walked.
+ * Whether a file is DER PKCS#12: an ASN.1 SEQUENCE whose first element is the INTEGER version 3
+ * (RFC 7292 PFX). Enough to name the format in the error, not to read it.
  */
-function entraRefusal(err: unknown): string | undefined {
-  const oauthCodes =
-    /^(invalid_client|unauthorized_client|invalid_request|invalid_grant|invalid_scope|invalid_resource)$/;
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const fields = e as { errorCode?: unknown; errorResponse?: { error?: unknown }; statusCode?: unknown };
-    const code = typeof fields.errorCode === 'string' ? fields.errorCode : fields.errorResponse?.error;
-    if (typeof code === 'string' && oauthCodes.test(code)) {
-      const status = typeof fields.statusCode === 'number' ? `${fields.statusCode} ` : '';
-      return `${status}${code}`;
-    }
-  }
-  return undefined;
+function looksLikePkcs12(file: Buffer): boolean {
+  if (file.length < 8 || file[0] !== 0x30) return false;
+  const lengthOctets = file[1] & 0x80 ? (file[1] & 0x7f) + 1 : 1;
+  const version = 1 + lengthOctets;
+  return file[version] === 0x02 && file[version + 1] === 0x01 && file[version + 2] === 0x03;
 }
