@@ -378,6 +378,29 @@ describe('EphemeralRunner eviction webhook', () => {
       expect((await stored()).metadata?.resourceVersion).toBe(secret.metadata?.resourceVersion);
     });
 
+    it('adopts a Secret made before the configuration existed, and sets the caBundle once it does', async () => {
+      const configuration = await webhookConfiguration();
+      await admin.delete(ValidatingWebhookConfigurationKind, '', options.configurationName);
+      const replica = new WebhookCertificate(admin, options, logger);
+      const pair = await replica.ensure();
+      expect(replica.configurationMissing).toBe(true);
+      expect((await stored()).metadata?.ownerReferences).toBeUndefined();
+
+      await admin.create<WebhookConfiguration>(ValidatingWebhookConfigurationKind, {
+        ...configuration,
+        metadata: { name: options.configurationName },
+      });
+      expect((await replica.ensure()).cert).toBe(pair.cert);
+      expect(replica.configurationMissing).toBe(false);
+      const recreated = await webhookConfiguration();
+      expect((await stored()).metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'ValidatingWebhookConfiguration', uid: recreated.metadata?.uid }),
+      ]);
+      expect(recreated.webhooks?.[0].clientConfig?.caBundle).toBe(
+        (await stored()).data?.[WEBHOOK_SECRET_KEYS.caBundle],
+      );
+    });
+
     it('renews a certificate with a third of its life left, under the CA the apiserver already trusts', async () => {
       const monthsAgo = Date.now() - 250 * DAY_MS;
       const old = await new WebhookCertificate(admin, options, logger, () => monthsAgo).ensure();

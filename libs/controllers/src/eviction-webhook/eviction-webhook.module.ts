@@ -40,6 +40,8 @@ const DEFAULT_REVIEW_TIMEOUT_MS = 8_000;
  * inside it; it costs each replica two GETs an hour.
  */
 const DEFAULT_CERTIFICATE_REFRESH_MS = 60 * 60 * 1000;
+/** How soon a replica looks again for a configuration that did not exist yet. */
+const CONFIGURATION_WAIT_MS = 5_000;
 /** First retry after a failed read or write of the certificate; doubled up to the refresh interval. */
 const CERTIFICATE_RETRY_BASE_MS = 2_000;
 
@@ -120,6 +122,8 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
     try {
       pair = await certificate.ensure();
       this.failures = 0;
+      // Until the configuration exists nothing trusts the pair: look again soon, not in an hour.
+      if (certificate.configurationMissing) delay = Math.min(this.refreshIntervalMs, CONFIGURATION_WAIT_MS);
     } catch (err) {
       this.failures++;
       delay = Math.min(this.refreshIntervalMs, CERTIFICATE_RETRY_BASE_MS * 2 ** (this.failures - 1));

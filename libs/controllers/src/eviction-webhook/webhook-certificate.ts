@@ -64,6 +64,9 @@ export type WebhookConfiguration = V1ValidatingWebhookConfiguration;
  * chart removes the configuration and the garbage collector removes the Secret with it.
  */
 export class WebhookCertificate {
+  /** The last `ensure` found no configuration to set the caBundle of. */
+  configurationMissing = false;
+
   constructor(
     private readonly client: Pick<KubeApi, 'get' | 'create' | 'replace'>,
     private readonly options: WebhookCertificateOptions,
@@ -84,6 +87,7 @@ export class WebhookCertificate {
   /** The serving pair to use now, the Secret and the configuration's caBundle brought up to date first. */
   async ensure(): Promise<PemPair> {
     const { namespace, secretName } = this.options;
+    this.configurationMissing = false;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const configuration = await this.configuration();
       const secret = await this.readSecret();
@@ -107,6 +111,7 @@ export class WebhookCertificate {
         this.now(),
       );
       if (problem === undefined) {
+        await this.adoptBy(secret, configuration);
         await this.updateCaBundle(configuration, stored[WEBHOOK_SECRET_KEYS.caBundle]);
         return servingPair(stored);
       }
@@ -132,6 +137,26 @@ export class WebhookCertificate {
     );
   }
 
+  /**
+   * A Secret made before the configuration existed (a replica that started first) gets its owner once
+   * the configuration appears, so that an uninstall still removes it. One write, once.
+   */
+  private async adoptBy(secret: V1Secret, configuration: WebhookConfiguration | undefined): Promise<void> {
+    const uid = configuration?.metadata?.uid;
+    if (!uid || secret.metadata?.ownerReferences?.some((o) => o.uid === uid)) return;
+    const owner = this.secretWith({}, configuration).metadata?.ownerReferences ?? [];
+    try {
+      await this.client.replace<V1Secret>(SecretKind, {
+        ...secret,
+        metadata: { ...secret.metadata, ownerReferences: owner },
+      });
+    } catch (err) {
+      // Another replica adopted or renewed it meanwhile: the next refresh looks again.
+      if (isConflict(err) || isNotFound(err)) return;
+      throw err;
+    }
+  }
+
   private async configuration(): Promise<WebhookConfiguration | undefined> {
     try {
       return await this.client.get<WebhookConfiguration>(
@@ -141,7 +166,9 @@ export class WebhookCertificate {
       );
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      // Served all the same: the chart creates the configuration, possibly after this replica started.
+      // Served all the same: the chart creates the configuration, possibly after this replica started
+      // (Helm creates webhook configurations after Deployments); the caller comes back soon.
+      this.configurationMissing = true;
       this.logger.warn(
         'The eviction webhook configuration is missing: the API server calls no webhook until it exists',
         { configuration: this.options.configurationName },
