@@ -78,16 +78,22 @@ export class ControllerReplicas {
     return { namespace: env.LEADER_ELECTION_NAMESPACE ?? '', name: env.LEADER_ELECTION_ID ?? '' };
   }
 
-  private env(name: string, port: number): NodeJS.ProcessEnv {
+  private env(name: string, port: number, webhookPort: number): NodeJS.ProcessEnv {
+    const env = containerEnv(this.options.container, {
+      name,
+      namespace: this.options.namespace,
+      serviceAccountName: this.options.serviceAccountName,
+    });
     return {
       ...process.env,
-      ...containerEnv(this.options.container, {
-        name,
-        namespace: this.options.namespace,
-        serviceAccountName: this.options.serviceAccountName,
-      }),
+      ...env,
       PROBE_PORT: String(port),
       PROBE_BIND_ADDRESS: '127.0.0.1',
+      // The eviction webhook's port, like the metrics one: a free loopback port per replica, as each
+      // pod would have an IP of its own.
+      ...(env.EVICTION_WEBHOOK_PORT
+        ? { EVICTION_WEBHOOK_PORT: String(webhookPort), EVICTION_WEBHOOK_BIND_ADDRESS: '127.0.0.1' }
+        : {}),
       KUBECONFIG: this.options.kubeconfigPath,
     };
   }
@@ -98,7 +104,7 @@ export class ControllerReplicas {
       binary: process.execPath,
       args: ['-r', '@swc-node/register', this.options.main ?? CONTROLLER_MAIN],
       logFile: join(this.options.logDir, `${name}.log`),
-      env: this.env(name, port),
+      env: this.env(name, port, await freePort()),
       pidFile: this.options.pidFile,
     });
   }

@@ -166,8 +166,21 @@ export const controllerEnvSchema = z
      */
     EVICTION_WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(0),
     EVICTION_WEBHOOK_BIND_ADDRESS: z.string().default('0.0.0.0'),
-    /** Folder of the webhook's serving certificate, `tls.crt` and `tls.key` (controller-runtime's default). */
+    /**
+     * Folder of the webhook's serving certificate, `tls.crt` and `tls.key` (controller-runtime's
+     * default), read when EVICTION_WEBHOOK_CERT_SECRET is empty: a certificate someone else makes.
+     */
     EVICTION_WEBHOOK_CERT_DIR: z.string().default('/tmp/k8s-webhook-server/serving-certs'),
+    /**
+     * The chart's way: the controller makes the webhook's CA and serving certificate, keeps them in this
+     * Secret of its namespace, renews them, and sets the CA in EVICTION_WEBHOOK_CONFIGURATION's caBundle;
+     * the certificate names EVICTION_WEBHOOK_SERVICE.
+     */
+    EVICTION_WEBHOOK_CERT_SECRET: z.string().default(''),
+    EVICTION_WEBHOOK_SERVICE: z.string().default(''),
+    EVICTION_WEBHOOK_CONFIGURATION: z.string().default(''),
+    /** Life of the serving certificate the controller makes; renewed when a third of it is left. */
+    EVICTION_WEBHOOK_CERT_VALIDITY_DAYS: z.coerce.number().int().min(3).default(365),
     /**
      * The webhook's `timeoutSeconds`: a review gives up 2 s sooner and refuses (429, which drains
      * retry) rather than let the API server time out, which failurePolicy Ignore would allow unreviewed.
@@ -197,6 +210,15 @@ export const controllerEnvSchema = z
     AZURE_KEY_VAULT_CA_FILE: z.string().default(''),
   })
   .superRefine((env, ctx) => {
+    for (const name of ['EVICTION_WEBHOOK_SERVICE', 'EVICTION_WEBHOOK_CONFIGURATION'] as const) {
+      if (env.EVICTION_WEBHOOK_CERT_SECRET !== '' && env[name] === '') {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: 'is required with EVICTION_WEBHOOK_CERT_SECRET',
+        });
+      }
+    }
     for (const name of ['LISTENER_SHARED_SERVICE_ACCOUNT', 'LISTENER_SHARED_CONFIG_SECRET'] as const) {
       if (env.LISTENER_MODE === 'shared' && env[name] === '') {
         ctx.addIssue({ code: 'custom', path: [name], message: 'is required when LISTENER_MODE is shared' });

@@ -150,6 +150,17 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     certDir: config.EVICTION_WEBHOOK_CERT_DIR,
     reviewTimeoutMs: (config.EVICTION_WEBHOOK_TIMEOUT_SECONDS - 2) * 1000,
     events: config.EVENTS,
+    ...(config.EVICTION_WEBHOOK_CERT_SECRET
+      ? {
+          certificate: {
+            namespace: controllerNamespaceOf(config),
+            secretName: config.EVICTION_WEBHOOK_CERT_SECRET,
+            serviceName: config.EVICTION_WEBHOOK_SERVICE,
+            configurationName: config.EVICTION_WEBHOOK_CONFIGURATION,
+            validityDays: config.EVICTION_WEBHOOK_CERT_VALIDITY_DAYS,
+          },
+        }
+      : {}),
     ...overrides.evictionWebhook,
   };
   return {

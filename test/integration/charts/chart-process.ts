@@ -231,9 +231,19 @@ export async function startContainer(
     );
   }
   const hostPort = await freePort();
+  // The eviction webhook's container port, like the metrics one: a free loopback port per replica.
+  const webhookPort = (container.ports ?? []).find((p) => p.name === 'webhook');
+  if (webhookPort && env.EVICTION_WEBHOOK_PORT !== String(webhookPort.containerPort)) {
+    throw new Error(
+      `EVICTION_WEBHOOK_PORT=${env.EVICTION_WEBHOOK_PORT} but the webhook containerPort is ${webhookPort.containerPort}`,
+    );
+  }
   const processEnv: Record<string, string> = {
     ...env,
     PROBE_PORT: String(hostPort),
+    ...(webhookPort
+      ? { EVICTION_WEBHOOK_PORT: String(await freePort()), EVICTION_WEBHOOK_BIND_ADDRESS: '127.0.0.1' }
+      : {}),
     // The image's environment (Dockerfile ENV) and the stand-ins described above.
     ...(options.image ? reproducedImageEnvironment(options.image) : imageEnvironment()),
     HOME: workdir,

@@ -1,15 +1,8 @@
-import { X509Certificate } from 'node:crypto';
-import { request } from 'node:https';
-import type { V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1Service } from '@kubernetes/client-node';
 import type { KubeApi } from '@aro/kube';
 import { createLogger } from '@aro/observability';
-import {
-  type AdmissionReview,
-  EVICTION_WEBHOOK_PATH,
-  EvictionAdmission,
-  EvictionWebhookServer,
-} from '@aro/controllers';
-import { CHARTS, type Manifest, findManifest, helmBinary, render } from './helm-chart';
+import { EVICTION_WEBHOOK_PATH, WebhookCertificate } from '@aro/controllers';
+import { CHARTS, type Manifest, findManifest, helm, helmBinary, render } from './helm-chart';
 
 interface WebhookConfiguration extends Manifest {
   webhooks: Array<{
@@ -19,7 +12,7 @@ interface WebhookConfiguration extends Manifest {
     rules: Array<{ resources: string[]; operations: string[] }>;
     namespaceSelector: object;
     clientConfig: {
-      caBundle: string;
+      caBundle?: string;
       service: { name: string; namespace: string; path: string; port: number };
     };
   }>;
@@ -29,10 +22,10 @@ const RELEASE = 'aro';
 const NAMESPACE = 'aro-system';
 
 /**
- * The aro-controller chart's eviction webhook (templates/eviction-webhook.yaml) as rendered: the parts
- * agree with each other and with the controller (path, port, certificate folder), and the certificate
- * Helm makes is one the API server accepts for the Service's name, proved by a TLS handshake with the
- * controller's own webhook server.
+ * The aro-controller chart's eviction webhook (templates/eviction-webhook.yaml) as rendered: on by
+ * default, no certificate material (the controller makes it: the apiserver's TLS call with it is proved
+ * in test/integration/ephemeral-runner/eviction-webhook.test.ts), and the parts agree with each other
+ * and with the controller (path, port, names, the one right on the configuration).
  */
 describe('The aro-controller chart’s eviction webhook', () => {
   beforeAll(async () => {
@@ -42,22 +35,36 @@ describe('The aro-controller chart’s eviction webhook', () => {
   const renderWith = (set: Record<string, string>) =>
     render(CHARTS.controller, { release: RELEASE, namespace: NAMESPACE, set });
 
-  it('is off by default, and off with the eviction protection', async () => {
+  it('is on by default, off with evictionWebhook.enabled=false or without the eviction protection', async () => {
+    const defaults = await renderWith({});
+    expect(defaults.filter((m) => m.kind === 'ValidatingWebhookConfiguration')).toHaveLength(1);
     const cases: Array<Record<string, string>> = [
-      {},
-      { 'evictionWebhook.enabled': 'true', 'flags.busyRunnerEvictionProtection': 'false' },
+      { 'evictionWebhook.enabled': 'false' },
+      { 'flags.busyRunnerEvictionProtection': 'false' },
     ];
     for (const set of cases) {
       const manifests = await renderWith(set);
       expect(manifests.filter((m) => m.kind === 'ValidatingWebhookConfiguration')).toEqual([]);
+      expect(manifests.filter((m) => m.metadata.name.endsWith('-eviction-webhook'))).toEqual([]);
       const deployment = findManifest(manifests, 'Deployment') as unknown as V1Deployment;
       const env = deployment.spec?.template.spec?.containers[0].env?.map((e) => e.name);
       expect(env).not.toContain('EVICTION_WEBHOOK_PORT');
     }
   });
 
-  it('renders a webhook the API server can call: Service, certificate and configuration agree with the controller', async () => {
-    const manifests = await renderWith({ 'evictionWebhook.enabled': 'true' });
+  it('renders no certificate: two renders are the same, and no Secret, caBundle or key is in them', async () => {
+    const first = await helm(['template', RELEASE, CHARTS.controller, '--namespace', NAMESPACE]);
+    const second = await helm(['template', RELEASE, CHARTS.controller, '--namespace', NAMESPACE]);
+    expect(first.code).toBe(0);
+    expect(second.stdout).toBe(first.stdout);
+    // No caBundle field, and no PEM, plain or base64 (`LS0tLS1CRUdJTi` is `-----BEGIN`).
+    expect(first.stdout).not.toMatch(/caBundle:|BEGIN CERTIFICATE|PRIVATE KEY|LS0tLS1CRUdJTi/);
+    const manifests = await renderWith({});
+    expect(manifests.filter((m) => m.kind === 'Secret')).toEqual([]);
+  });
+
+  it('renders a webhook the API server can call: Service, configuration, rights and controller agree', async () => {
+    const manifests = await renderWith({});
     const configuration = findManifest(manifests, 'ValidatingWebhookConfiguration') as WebhookConfiguration;
     const [webhook] = configuration.webhooks;
     expect(webhook.failurePolicy).toBe('Ignore');
@@ -68,6 +75,8 @@ describe('The aro-controller chart’s eviction webhook', () => {
     expect(webhook.namespaceSelector).toEqual({
       matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }],
     });
+    // The controller sets it; a rendered one would be replaced on every upgrade.
+    expect(webhook.clientConfig.caBundle).toBeUndefined();
     const { service: target } = webhook.clientConfig;
     expect(target.path).toBe(EVICTION_WEBHOOK_PATH);
 
@@ -80,74 +89,48 @@ describe('The aro-controller chart’s eviction webhook', () => {
     const containerPort = container.ports?.find((p) => p.name === servicePort?.targetPort);
     expect(Number(env.EVICTION_WEBHOOK_PORT)).toBe(containerPort?.containerPort);
     expect(Number(env.EVICTION_WEBHOOK_TIMEOUT_SECONDS)).toBe(webhook.timeoutSeconds);
-    const mount = container.volumeMounts?.find((m) => m.mountPath === env.EVICTION_WEBHOOK_CERT_DIR);
-    const volume = pod.volumes?.find((v) => v.name === mount?.name);
+    expect(env.EVICTION_WEBHOOK_CONFIGURATION).toBe(configuration.metadata.name);
+    expect(env.EVICTION_WEBHOOK_SERVICE).toBe(target.name);
+    expect(env.EVICTION_WEBHOOK_CERT_SECRET).toBeTruthy();
+    expect(Number(env.EVICTION_WEBHOOK_CERT_VALIDITY_DAYS)).toBe(365);
+    expect(container.volumeMounts?.map((m) => m.mountPath)).toEqual(['/tmp']);
 
-    const secret = findManifest(manifests, 'Secret', volume?.secret?.secretName) as unknown as V1Secret;
-    const pem = (key: string) => Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
-    expect(webhook.clientConfig.caBundle).toBe(secret.data?.['ca.crt']);
-
-    // The controller's server with the rendered pair; a client that trusts only the caBundle and
-    // checks the name the API server dials (<service>.<namespace>.svc), as the API server does.
-    const admission = new EvictionAdmission({
-      client: {} as KubeApi,
-      actions: { getActionsClient: () => Promise.reject(new Error('not called')) },
-      logger: createLogger({ level: 'silent' }),
-    });
-    const server = new EvictionWebhookServer(
-      admission,
+    // The certificate the controller makes names what the API server dials: <service>.<namespace>.svc.
+    const certificate = new WebhookCertificate(
+      {} as KubeApi,
       {
-        port: 0,
-        bindAddress: '127.0.0.1',
-        tls: { cert: pem('tls.crt'), key: pem('tls.key') },
-        reviewTimeoutMs: 1_000,
+        namespace: NAMESPACE,
+        secretName: env.EVICTION_WEBHOOK_CERT_SECRET ?? '',
+        serviceName: env.EVICTION_WEBHOOK_SERVICE ?? '',
+        configurationName: env.EVICTION_WEBHOOK_CONFIGURATION ?? '',
+        validityDays: 365,
       },
       createLogger({ level: 'silent' }),
     );
-    await server.start();
-    try {
-      const review: AdmissionReview = {
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid: 'u-1',
-          resource: { group: '', version: 'v1', resource: 'pods' },
-          subResource: 'status',
-        },
-      };
-      const answer = await new Promise<AdmissionReview>((resolve, reject) => {
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port: server.port(),
-            path: target.path,
-            method: 'POST',
-            ca: pem('ca.crt'),
-            servername: `${target.name}.${target.namespace}.svc`,
-            headers: { 'content-type': 'application/json' },
-          },
-          (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString()));
-            res.on('end', () => resolve(JSON.parse(body) as AdmissionReview));
-          },
-        );
-        req.on('error', reject);
-        req.end(JSON.stringify(review));
-      });
-      expect(answer.response).toEqual({ uid: 'u-1', allowed: true });
-    } finally {
-      await server.stop();
-    }
-    const cert = new X509Certificate(pem('tls.crt'));
-    expect(cert.subjectAltName).toContain(`DNS:${target.name}.${target.namespace}.svc`);
+    expect(certificate.hosts[0]).toBe(`${target.name}.${target.namespace}.svc`);
+
+    // Its one cluster-wide right: get and update of this configuration, by name.
+    const binding = manifests.find(
+      (m) => m.kind === 'ClusterRoleBinding' && m.metadata.name === configuration.metadata.name,
+    ) as Manifest & { roleRef: { name: string }; subjects: Array<{ name: string; namespace: string }> };
+    expect(binding.subjects).toEqual([
+      expect.objectContaining({ name: pod.serviceAccountName, namespace: NAMESPACE }),
+    ]);
+    const role = findManifest(manifests, 'ClusterRole', binding.roleRef.name) as Manifest & {
+      rules: Array<{ apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }>;
+    };
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['validatingwebhookconfigurations'],
+        resourceNames: [configuration.metadata.name],
+        verbs: ['get', 'update'],
+      },
+    ]);
   });
 
   it('narrows to the watched namespace with flags.watchSingleNamespace', async () => {
-    const manifests = await renderWith({
-      'evictionWebhook.enabled': 'true',
-      'flags.watchSingleNamespace': 'arc-runners',
-    });
+    const manifests = await renderWith({ 'flags.watchSingleNamespace': 'arc-runners' });
     const configuration = findManifest(manifests, 'ValidatingWebhookConfiguration') as WebhookConfiguration;
     expect(configuration.webhooks[0].namespaceSelector).toEqual({
       matchLabels: { 'kubernetes.io/metadata.name': 'arc-runners' },

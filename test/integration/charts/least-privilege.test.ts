@@ -9,6 +9,7 @@ import {
   type V1Lease,
   type V1Pod,
   type V1Secret,
+  type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import {
   AUTOSCALING_LISTENER_CONTAINER_NAME,
@@ -20,7 +21,12 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
 } from '@aro/api';
-import { BUSY_RUNNER_LABEL, BUSY_RUNNERS_PDB_NAME, PodDisruptionBudgetKind } from '@aro/controllers';
+import {
+  BUSY_RUNNER_LABEL,
+  BUSY_RUNNERS_PDB_NAME,
+  PodDisruptionBudgetKind,
+  ValidatingWebhookConfigurationKind,
+} from '@aro/controllers';
 import { EventKind, KubeClient, LeaseKind, PodKind, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import {
@@ -278,6 +284,21 @@ describe('The charts installed on the apiserver', () => {
           fieldSelector: 'involvedObject.name=runner-1',
         });
         expect(events.length).toBeGreaterThan(0);
+        // The eviction webhook (on by default) made its certificate with the chart's rights: the Secret
+        // in the controller's namespace and the caBundle of the chart's configuration.
+        const webhook = `${charts.deployment.metadata?.name}-eviction-webhook`;
+        await waitFor(
+          async () =>
+            !!(
+              await kube.get<V1ValidatingWebhookConfiguration>(
+                ValidatingWebhookConfigurationKind,
+                '',
+                webhook,
+              )
+            ).webhooks?.[0].clientConfig.caBundle,
+          { description: 'the caBundle set by the controller', timeoutMs: 30_000 },
+        );
+        expect(await kube.get<V1Secret>(SecretKind, charts.controllerNamespace, webhook)).toBeDefined();
 
         expect(replica.output()).not.toMatch(FORBIDDEN);
       }),

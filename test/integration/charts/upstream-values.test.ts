@@ -121,8 +121,10 @@ describe('The charts, as a user of upstream ARC uses them', () => {
         'app.kubernetes.io/part-of': 'gha-rs-controller',
         ...deployment.spec?.selector.matchLabels,
       });
+      // Upstream's one ClusterRole, and ARO's eviction webhook's (get/update of its configuration only).
       expect(manifests.filter((m) => m.kind === 'ClusterRole').map((m) => m.metadata.name)).toEqual([
         'arc-gha-rs-controller',
+        'arc-gha-rs-controller-eviction-webhook',
       ]);
     });
 

@@ -1,56 +1,119 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ApiException, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { X509Certificate } from 'node:crypto';
+import { connect } from 'node:tls';
+import { ApiException, CoreV1Api, type V1Pod, type V1Secret, type V1Service } from '@kubernetes/client-node';
 import { EphemeralRunnerKind, type ResourceKind } from '@aro/api';
-import { BUSY_RUNNER_LABEL, EVICTION_WEBHOOK_PATH, EvictionWebhookLifecycle } from '@aro/controllers';
 import {
+  BUSY_RUNNER_LABEL,
+  EVICTION_WEBHOOK_PATH,
+  EvictionWebhookLifecycle,
+  ValidatingWebhookConfigurationKind,
+  WEBHOOK_SECRET_KEYS,
+  WebhookCertificate,
+  type WebhookCertificateOptions,
+  type WebhookConfiguration,
+} from '@aro/controllers';
+import { KubeClient, SecretKind } from '@aro/kube';
+import { createLogger } from '@aro/observability';
+import {
+  createTestNamespace,
   finishPodDeletion,
+  freePort,
   runnerContainerRunning,
   runnerContainerTerminated,
   testKubeConfig,
   waitFor,
 } from '../../harness';
-import { createCertificateAuthority, issueServingCertificate } from '../../harness/pki';
 import { ControllerFixture, controllerSuite } from './fixture';
 
-const ValidatingWebhookConfigurationKind: ResourceKind = {
-  group: 'admissionregistration.k8s.io',
+const ServiceKind: ResourceKind = {
+  group: '',
   version: 'v1',
-  kind: 'ValidatingWebhookConfiguration',
-  plural: 'validatingwebhookconfigurations',
-  namespaced: false,
+  kind: 'Service',
+  plural: 'services',
+  namespaced: true,
 };
 
+/** The chart's name for the webhook's Secret, Service and configuration (one name for the three). */
+const WEBHOOK_NAME = 'aro-gha-rs-controller-eviction-webhook';
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 /**
- * The eviction admission webhook (libs/controllers/src/eviction-webhook) on the real apiserver: the
- * controller app serves it on loopback with a certificate the test made, and a
- * ValidatingWebhookConfiguration like the chart's (failurePolicy Ignore) points the apiserver at it,
- * scoped to the test's namespace. The test drains as `kubectl drain` does, through the Eviction API.
+ * The eviction admission webhook (libs/controllers/src/eviction-webhook) on the real apiserver, with
+ * the certificate the controller makes. The controller app serves it on a loopback port; the
+ * configuration is the chart's (a Service reference, failurePolicy Ignore, no caBundle), scoped to the
+ * test's namespace. There is no pod network, so the Service is an ExternalName to 127.0.0.1: the
+ * apiserver's service resolver dials it as it would a ClusterIP, on the configuration's port, and checks
+ * the certificate against `<service>.<namespace>.svc` and the caBundle, exactly as in a cluster. The
+ * test drains as `kubectl drain` does, through the Eviction API.
  */
 describe('EphemeralRunner eviction webhook', () => {
   const suite = controllerSuite();
   let f: ControllerFixture;
-  let certDir: string;
-  let tls: { cert: string; key: string };
-  let caBundle: string;
+  let admin: KubeClient;
   let configurationName: string | undefined;
 
-  beforeAll(async () => {
-    certDir = await mkdtemp(join(tmpdir(), 'aro-eviction-webhook-'));
-    const ca = await createCertificateAuthority(certDir, 'ca', 'aro-eviction-webhook-ca');
-    const serving = await issueServingCertificate(ca, certDir, 'webhook');
-    tls = { cert: await readFile(serving.certPath, 'utf8'), key: await readFile(serving.keyPath, 'utf8') };
-    caBundle = Buffer.from(await readFile(ca.certPath)).toString('base64');
+  beforeAll(() => {
+    admin = new KubeClient(testKubeConfig());
   });
-  afterAll(async () => {
-    await rm(certDir, { recursive: true, force: true });
+  afterAll(() => {
+    admin.close();
   });
   afterEach(async () => {
-    if (configurationName) await f.kube.delete(ValidatingWebhookConfigurationKind, '', configurationName);
+    if (configurationName) await admin.delete(ValidatingWebhookConfigurationKind, '', configurationName);
     configurationName = undefined;
     suite.sim.onRunnerRemoved = undefined;
   });
+
+  /** The chart's Service (as an ExternalName to loopback) and configuration, without a caBundle. */
+  async function installWebhookObjects(namespace: string, port: number): Promise<WebhookCertificateOptions> {
+    await admin.create<V1Service>(ServiceKind, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: WEBHOOK_NAME, namespace },
+      spec: { type: 'ExternalName', externalName: '127.0.0.1', ports: [{ name: 'webhook', port }] },
+    });
+    configurationName = `${WEBHOOK_NAME}-${namespace}`;
+    await admin.create<WebhookConfiguration>(ValidatingWebhookConfigurationKind, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: configurationName },
+      webhooks: [
+        {
+          name: 'eviction.runners.actions.github.com',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'NoneOnDryRun',
+          failurePolicy: 'Ignore',
+          timeoutSeconds: 10,
+          clientConfig: { service: { name: WEBHOOK_NAME, namespace, path: EVICTION_WEBHOOK_PATH, port } },
+          rules: [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              operations: ['CREATE'],
+              resources: ['pods/eviction'],
+              scope: 'Namespaced',
+            },
+          ],
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+        },
+      ],
+    });
+    return {
+      namespace,
+      secretName: WEBHOOK_NAME,
+      serviceName: WEBHOOK_NAME,
+      configurationName,
+      validityDays: 365,
+    };
+  }
+
+  async function webhookConfiguration(): Promise<WebhookConfiguration> {
+    return admin.get<WebhookConfiguration>(ValidatingWebhookConfigurationKind, '', configurationName ?? '');
+  }
+
+  function pemOf(secret: V1Secret | undefined, key: string): string {
+    return Buffer.from(secret?.data?.[key] ?? '', 'base64').toString('utf8');
+  }
 
   interface EvictionAnswer {
     code: number;
@@ -100,36 +163,17 @@ describe('EphemeralRunner eviction webhook', () => {
   }
 
   /**
-   * The controller with the webhook, the configuration as the chart renders it, and a dry-run eviction
-   * of `probePod` until the apiserver calls the webhook (it loads configurations asynchronously).
+   * The controller with the webhook and the certificate it makes, the chart's objects, and a dry-run
+   * eviction of `probePod` until the apiserver calls the webhook (it loads configurations
+   * asynchronously): a call that can only succeed over TLS with the caBundle the controller set.
    */
   async function startWithWebhook(probePod: string): Promise<void> {
-    f = await suite.start({ config: { evictionProtection: true, evictionWebhook: { tls } } });
-    configurationName = `aro-eviction-${f.namespace}`;
-    await f.kube.create(ValidatingWebhookConfigurationKind, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingWebhookConfiguration',
-      metadata: { name: configurationName },
-      webhooks: [
-        {
-          name: 'eviction.runners.actions.github.com',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'NoneOnDryRun',
-          failurePolicy: 'Ignore',
-          timeoutSeconds: 10,
-          clientConfig: { url: `https://127.0.0.1:${server().port()}${EVICTION_WEBHOOK_PATH}`, caBundle },
-          rules: [
-            {
-              apiGroups: [''],
-              apiVersions: ['v1'],
-              operations: ['CREATE'],
-              resources: ['pods/eviction'],
-              scope: 'Namespaced',
-            },
-          ],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.namespace } },
-        },
-      ],
+    const namespace = await createTestNamespace('er');
+    const port = await freePort();
+    const certificate = await installWebhookObjects(namespace, port);
+    f = await suite.start({
+      namespace,
+      config: { evictionProtection: true, evictionWebhook: { port, certificate } },
     });
     await idleRunner(probePod);
     await waitFor(
@@ -140,6 +184,39 @@ describe('EphemeralRunner eviction webhook', () => {
       { description: 'the apiserver to call the eviction webhook' },
     );
   }
+
+  it('makes its certificate: the Secret, the configuration’s caBundle and the certificate served agree', async () => {
+    await startWithWebhook('wh-cert');
+    const secret = await f.secret(WEBHOOK_NAME);
+    expect(secret?.type).toBe('kubernetes.io/tls');
+    const configuration = await webhookConfiguration();
+    expect(configuration.webhooks?.[0].clientConfig?.caBundle).toBe(
+      secret?.data?.[WEBHOOK_SECRET_KEYS.caBundle],
+    );
+    // Removed with the configuration when the chart is uninstalled.
+    expect(secret?.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'ValidatingWebhookConfiguration', uid: configuration.metadata?.uid }),
+    ]);
+    const cert = new X509Certificate(pemOf(secret, WEBHOOK_SECRET_KEYS.cert));
+    expect(cert.subjectAltName).toContain(`DNS:${WEBHOOK_NAME}.${f.namespace}.svc`);
+    // What the server presents is the Secret's, verified as the apiserver verifies it.
+    const served = await new Promise<string>((resolve, reject) => {
+      const socket = connect(
+        {
+          host: '127.0.0.1',
+          port: server().port(),
+          servername: `${WEBHOOK_NAME}.${f.namespace}.svc`,
+          ca: pemOf(secret, WEBHOOK_SECRET_KEYS.caBundle),
+        },
+        () => {
+          resolve(socket.getPeerX509Certificate()?.fingerprint256 ?? '');
+          socket.end();
+        },
+      );
+      socket.on('error', reject);
+    });
+    expect(served).toBe(cert.fingerprint256);
+  });
 
   it('removes an idle runner’s registration before its pod is evicted, and the runner goes as a whole', async () => {
     await startWithWebhook('wh-idle');
@@ -221,6 +298,32 @@ describe('EphemeralRunner eviction webhook', () => {
     expect(suite.sim.runner('wh-busy')).toBeDefined();
   });
 
+  it('lets a drain take a runner whose job completed while its process still runs: marks lifted, registration removed first', async () => {
+    await startWithWebhook('wh-done');
+    const job = suite.sim.startJob('wh-done', { displayName: 'build' });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, 'wh-done', {
+      status: { jobId: job.jobId },
+    });
+    await f.waitForPod(
+      'wh-done',
+      (p) => p?.metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true',
+      'the busy label on the pod',
+    );
+    expect((await evict('wh-done')).code).toBe(429);
+
+    // The service completes the job; the runner process is still finishing (no exit yet), so the
+    // controller has not lifted the marks, and without the webhook the budget would refuse.
+    suite.sim.completeJob(job.jobId, 'succeeded');
+    expect((await f.pod('wh-done'))?.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBe('true');
+    const answer = await evict('wh-done');
+    expect(answer).toEqual({ code: 201, message: '' });
+    expect(suite.sim.runner('wh-done')).toBeUndefined();
+    const pod = await f.pod('wh-done');
+    expect(pod?.metadata?.deletionTimestamp).toBeDefined();
+    expect(pod?.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBeUndefined();
+    expect(suite.sim.job(job.jobId)?.result).toBe('succeeded');
+  });
+
   it('lets drains through when the controller is down (failurePolicy Ignore); the budget still holds busy pods', async () => {
     await startWithWebhook('wh-down-idle');
     await idleRunner('wh-down-busy');
@@ -242,6 +345,96 @@ describe('EphemeralRunner eviction webhook', () => {
     // The controller's own path: it sees the pod terminating and releases the registration after.
     await waitFor(() => suite.sim.runner('wh-down-idle') === undefined, {
       description: 'the idle registration removed by the controller',
+    });
+  });
+
+  describe('its certificate, made by every replica alike', () => {
+    const logger = createLogger({ level: 'silent' });
+    let namespace: string;
+    let options: WebhookCertificateOptions;
+
+    beforeEach(async () => {
+      namespace = await createTestNamespace('er-cert');
+      options = await installWebhookObjects(namespace, 443);
+    });
+
+    async function stored(): Promise<V1Secret> {
+      return admin.get<V1Secret>(SecretKind, namespace, WEBHOOK_NAME);
+    }
+
+    it('two replicas starting together end with one certificate, the one each serves', async () => {
+      // Both read no Secret (issuing takes far longer than a read), both create: one wins.
+      const replicas = [0, 1].map(() => new WebhookCertificate(admin, options, logger));
+      const [first, second] = await Promise.all(replicas.map((r) => r.ensure()));
+      expect(second.cert).toBe(first.cert);
+      expect(second.key).toBe(first.key);
+      const secret = await stored();
+      expect(pemOf(secret, WEBHOOK_SECRET_KEYS.cert)).toBe(first.cert);
+      expect((await webhookConfiguration()).webhooks?.[0].clientConfig?.caBundle).toBe(
+        secret.data?.[WEBHOOK_SECRET_KEYS.caBundle],
+      );
+      // A replica starting later takes it as it is.
+      expect((await new WebhookCertificate(admin, options, logger).ensure()).cert).toBe(first.cert);
+      expect((await stored()).metadata?.resourceVersion).toBe(secret.metadata?.resourceVersion);
+    });
+
+    it('adopts a Secret made before the configuration existed, and sets the caBundle once it does', async () => {
+      const configuration = await webhookConfiguration();
+      await admin.delete(ValidatingWebhookConfigurationKind, '', options.configurationName);
+      const replica = new WebhookCertificate(admin, options, logger);
+      const pair = await replica.ensure();
+      expect(replica.configurationMissing).toBe(true);
+      expect((await stored()).metadata?.ownerReferences).toBeUndefined();
+
+      await admin.create<WebhookConfiguration>(ValidatingWebhookConfigurationKind, {
+        ...configuration,
+        metadata: { name: options.configurationName },
+      });
+      expect((await replica.ensure()).cert).toBe(pair.cert);
+      expect(replica.configurationMissing).toBe(false);
+      const recreated = await webhookConfiguration();
+      expect((await stored()).metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'ValidatingWebhookConfiguration', uid: recreated.metadata?.uid }),
+      ]);
+      expect(recreated.webhooks?.[0].clientConfig?.caBundle).toBe(
+        (await stored()).data?.[WEBHOOK_SECRET_KEYS.caBundle],
+      );
+    });
+
+    it('renews a certificate with a third of its life left, under the CA the apiserver already trusts', async () => {
+      const monthsAgo = Date.now() - 250 * DAY_MS;
+      const old = await new WebhookCertificate(admin, options, logger, () => monthsAgo).ensure();
+      const bundleBefore = (await webhookConfiguration()).webhooks?.[0].clientConfig?.caBundle;
+
+      const renewed = await new WebhookCertificate(admin, options, logger).ensure();
+      expect(renewed.cert).not.toBe(old.cert);
+      const cert = new X509Certificate(renewed.cert);
+      expect(Date.parse(cert.validTo)).toBeGreaterThan(Date.now() + 300 * DAY_MS);
+      expect(pemOf(await stored(), WEBHOOK_SECRET_KEYS.cert)).toBe(renewed.cert);
+      // Same authority: the caBundle did not change, so replicas still serving the old pair stay trusted.
+      expect((await webhookConfiguration()).webhooks?.[0].clientConfig?.caBundle).toBe(bundleBefore);
+    });
+
+    it('rotates an ageing CA keeping the old one in the caBundle until it expires', async () => {
+      // A 30-day certificate has a 300-day CA; 210 days on, the CA has a third of its life left.
+      const short = { ...options, validityDays: 30 };
+      const longAgo = Date.now() - 210 * DAY_MS;
+      await new WebhookCertificate(admin, short, logger, () => longAgo).ensure();
+      const oldCa = pemOf(await stored(), WEBHOOK_SECRET_KEYS.caBundle);
+
+      const renewed = await new WebhookCertificate(admin, short, logger).ensure();
+      const bundle = pemOf(await stored(), WEBHOOK_SECRET_KEYS.caBundle);
+      const authorities = bundle.match(/-----BEGIN CERTIFICATE-----/g) ?? [];
+      expect(authorities).toHaveLength(2);
+      expect(bundle.replace(/\r/g, '')).toContain(oldCa.replace(/\r/g, '').trim());
+      const newCa = new X509Certificate(bundle.slice(0, bundle.indexOf('-----END CERTIFICATE-----') + 25));
+      expect(new X509Certificate(renewed.cert).verify(newCa.publicKey)).toBe(true);
+      expect(
+        Buffer.from(
+          (await webhookConfiguration()).webhooks?.[0].clientConfig?.caBundle ?? '',
+          'base64',
+        ).toString(),
+      ).toBe(bundle);
     });
   });
 });

@@ -10,6 +10,7 @@ import {
   OrphanRegistrationSweep,
   ScaleSetLedger,
   UnregistrationQueue,
+  type EvictionWebhookModuleOptions,
 } from '@aro/controllers';
 import {
   InformerCache,
@@ -75,8 +76,15 @@ export interface FixtureControllerConfig {
   startTimeoutMs?: number;
   /** BUSY_RUNNER_EVICTION_PROTECTION (the app's default otherwise). */
   evictionProtection?: boolean;
-  /** Serve the eviction webhook on a free loopback port with this certificate (off otherwise). */
-  evictionWebhook?: { tls: { cert: string; key: string } };
+  /**
+   * Serve the eviction webhook on loopback (off otherwise): on `port` (default a free one), with the
+   * pair `tls`, or with the certificate the controller makes and keeps as `certificate` says.
+   */
+  evictionWebhook?: {
+    port?: number;
+    tls?: { cert: string; key: string };
+    certificate?: EvictionWebhookModuleOptions['certificate'];
+  };
 }
 
 export interface ControllerFixture {
@@ -240,7 +248,13 @@ export async function bootControllerModules(
       actions: { retry: { maxRetries: 1, minWaitMs: 10, maxWaitMs: 50 } },
       ...(c.evictionWebhook
         ? {
-            evictionWebhook: { enabled: true, port: 0, bindAddress: '127.0.0.1', tls: c.evictionWebhook.tls },
+            evictionWebhook: {
+              enabled: true,
+              port: c.evictionWebhook.port ?? 0,
+              bindAddress: '127.0.0.1',
+              tls: c.evictionWebhook.tls,
+              certificate: c.evictionWebhook.certificate,
+            },
           }
         : {}),
     },

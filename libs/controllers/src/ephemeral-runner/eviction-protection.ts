@@ -56,6 +56,19 @@ function busyRunnersBudget(namespace: string): V1PodDisruptionBudget {
   };
 }
 
+/** The merge patch that lifts the busy label and annotations, pinned to the pod read by its UID. */
+export function busyMarksRemoval(uid: string): {
+  metadata: { uid: string; labels: Record<string, null>; annotations: Record<string, null> };
+} {
+  return {
+    metadata: {
+      uid,
+      labels: { [BUSY_RUNNER_LABEL]: null },
+      annotations: { [SAFE_TO_EVICT_ANNOTATION]: null, [DO_NOT_DISRUPT_ANNOTATION]: null },
+    },
+  };
+}
+
 /** Whether the pod carries the busy label and both autoscaler annotations. */
 export function podMarkedBusy(pod: V1Pod): boolean {
   return (
@@ -158,13 +171,7 @@ export class EvictionProtection {
     }
     const uid = pod.metadata?.uid ?? '';
     try {
-      await this.ctx.deps.client.mergePatch<V1Pod>(PodKind, namespace, name, {
-        metadata: {
-          uid,
-          labels: { [BUSY_RUNNER_LABEL]: null },
-          annotations: { [SAFE_TO_EVICT_ANNOTATION]: null, [DO_NOT_DISRUPT_ANNOTATION]: null },
-        },
-      });
+      await this.ctx.deps.client.mergePatch<V1Pod>(PodKind, namespace, name, busyMarksRemoval(uid));
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return;
       log.warn('Failed to remove the busy marks of a runner pod whose runner has exited', {

@@ -1,9 +1,10 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, hasJob } from '@aro/api';
 import { type ActionsServiceClient, isActionsNotFound, isJobStillRunning } from '@aro/actions';
-import { type KubeApi, PodKind, isNotFound } from '@aro/kube';
+import { type KubeApi, PodKind, isConflict, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
+import { busyMarksRemoval } from '../ephemeral-runner/eviction-protection';
 import { isBeingDeleted, podTerminated, runnerContainerStatus } from '../ephemeral-runner/pod-state';
 import { onceAsync, registeredRunnerId } from '../ephemeral-runner/runner-registration';
 import type { ActionsClientProvider } from '../ephemeral-runner/unregistration-queue';
@@ -32,6 +33,13 @@ export interface EvictionAdmissionDeps {
  * (JobStillRunning) is the refusal of the eviction. A runner the service no longer holds cannot get a
  * job: it is deleted as a whole (its finalizer finds the registration gone), so that nothing registers
  * it again for the pod being evicted, and its set replaces it.
+ *
+ * A runner the controller knows is busy is asked about too, but only on a real eviction: when the
+ * service lets it go, its job has completed while the runner process is still finishing (post-job
+ * steps, log upload), and nothing in the pod can take another job. Its busy marks are lifted before
+ * the answer, since the Eviction API checks the budget after admission; so a drain need not wait for
+ * the process to exit. On the job path this costs nothing; a drain's retries of a busy pod (every 5 s
+ * for kubectl) each cost one service call, refused with JobStillRunning until the job ends.
  *
  * Every answer that is not an allow is a 429, which `kubectl drain` and the autoscalers retry; the
  * webhook's failurePolicy is Ignore, so a controller that cannot be reached leaves the budget as the
@@ -98,12 +106,11 @@ export class EvictionAdmission {
     // The runner that made this pod is gone: its finalizer released the registration before it went.
     if (!runner || runner.metadata?.uid !== owner.uid || !runner.spec) return allow();
     const runnerName = `${namespace}/${owner.name}`;
-    if (hasJob(runner)) {
-      log.info('Refusing the eviction of a busy runner pod', { jobId: runner.status?.jobId });
-      return refuse(
-        `runner ${runnerName} is executing job ${runner.status?.jobId}; its pod can be evicted once the job ends`,
-      );
-    }
+    const jobId = hasJob(runner) ? runner.status?.jobId : undefined;
+    const refuseBusy = () =>
+      refuse(`runner ${runnerName} is executing job ${jobId}; its pod can be evicted once the job ends`);
+    // A dry run may not ask the service to let go, which is the only way to learn the job has ended.
+    if (jobId !== undefined && dryRun) return refuseBusy();
 
     const getClient = onceAsync(() => this.deps.actions.getActionsClient(runner, signal));
     const runnerId = await registeredRunnerId(runner, client, getClient, log, signal);
@@ -124,7 +131,9 @@ export class EvictionAdmission {
       if (isJobStillRunning(err)) {
         log.info('Refusing the eviction: the Actions service says the runner is executing a job', {
           runnerId,
+          jobId,
         });
+        if (jobId !== undefined) return refuseBusy();
         return refuse(
           `runner ${runnerName} (id ${runnerId}) is executing a job on the Actions service; its pod can be evicted once the job ends`,
         );
@@ -139,6 +148,11 @@ export class EvictionAdmission {
       }
       log.info('The registration of the runner is already removed', { runnerId });
     }
+
+    // The job reported on this runner has ended on the service (it let the runner go), though the
+    // runner process has not exited yet: its busy marks go first, or the busy runners'
+    // PodDisruptionBudget, which the Eviction API checks after this answer, would still refuse.
+    if (jobId !== undefined) await this.liftBusyMarks(pod, runnerName);
 
     // The runner goes as a whole: were the eviction to fail after this answer, its pod would still run
     // from a registration the service no longer has.
@@ -158,8 +172,23 @@ export class EvictionAdmission {
       `The pod is being evicted; runner ${runnerId} was removed from the Actions service first, and the set replaces the runner`,
     );
     return allow([
-      `runner ${runnerName} (id ${runnerId}) was idle: its registration is removed and the runner replaced`,
+      jobId !== undefined
+        ? `runner ${runnerName} (id ${runnerId}) had finished job ${jobId}: its registration is removed and the runner replaced`
+        : `runner ${runnerName} (id ${runnerId}) was idle: its registration is removed and the runner replaced`,
     ]);
+  }
+
+  private async liftBusyMarks(pod: V1Pod, runnerName: string): Promise<void> {
+    const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
+    try {
+      await this.deps.client.mergePatch<V1Pod>(PodKind, namespace, name, busyMarksRemoval(uid));
+    } catch (err) {
+      // Gone or replaced since it was read: nothing of this runner's is left to protect.
+      if (isNotFound(err) || isConflict(err)) return;
+      throw new Error(`failed to lift the busy marks of runner ${runnerName}'s pod: ${describeError(err)}`, {
+        cause: err,
+      });
+    }
   }
 }
 

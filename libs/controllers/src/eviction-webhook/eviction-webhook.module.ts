@@ -10,9 +10,12 @@ import { KubeClient } from '@aro/kube';
 import { LOGGER, type Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
+import { describeError } from '../shared/describe-error';
 import { actionsClientsFrom } from '../ephemeral-runner/unregistration-queue';
 import type { EventsMode } from '../shared/controller-parts';
 import { EvictionAdmission } from './eviction-admission';
+import type { PemPair } from './certificate-issuer';
+import { WebhookCertificate, type WebhookCertificateOptions } from './webhook-certificate';
 import { EvictionWebhookServer, type EvictionWebhookServerOptions } from './webhook-server';
 
 export interface EvictionWebhookModuleOptions extends Partial<EvictionWebhookServerOptions> {
@@ -20,15 +23,40 @@ export interface EvictionWebhookModuleOptions extends Partial<EvictionWebhookSer
   enabled: boolean;
   /** Which Events the webhook records (its Normal one only with `all`). */
   events?: EventsMode;
+  /**
+   * The controller makes the certificate, keeps it in this Secret and the configuration's caBundle, and
+   * renews it (the chart's way). Without it, `tls` or the pair in `certDir` is served as it is.
+   */
+  certificate?: WebhookCertificateOptions & {
+    /** How often each replica reads the Secret again, to renew or to pick up another's renewal. */
+    refreshIntervalMs?: number;
+  };
 }
 
 export const EVICTION_WEBHOOK_MODULE_OPTIONS = Symbol('aro.controllers.evictionWebhookOptions');
 const DEFAULT_REVIEW_TIMEOUT_MS = 8_000;
+/**
+ * A renewal starts with a third of the certificate's life left (months), so an hourly read is far
+ * inside it; it costs each replica two GETs an hour.
+ */
+const DEFAULT_CERTIFICATE_REFRESH_MS = 60 * 60 * 1000;
+/** How soon a replica looks again for a configuration that did not exist yet. */
+const CONFIGURATION_WAIT_MS = 5_000;
+/** First retry after a failed read or write of the certificate; doubled up to the refresh interval. */
+const CERTIFICATE_RETRY_BASE_MS = 2_000;
 
 /** Starts the server with the app (when enabled) and stops it last, after the manager has drained. */
 @Injectable()
 export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly server?: EvictionWebhookServer;
+  readonly certificate?: WebhookCertificate;
+  private readonly refreshIntervalMs: number = DEFAULT_CERTIFICATE_REFRESH_MS;
+  private readonly log?: Logger;
+  /** The pair the server serves, once it listens. */
+  private serving?: PemPair;
+  private failures = 0;
+  private refreshTimer?: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
     @Inject(EVICTION_WEBHOOK_MODULE_OPTIONS) options: EvictionWebhookModuleOptions,
@@ -38,6 +66,7 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
   ) {
     if (!options.enabled) return;
     const log = logger.child({ component: 'eviction-webhook' });
+    this.log = log;
     const events = options.events ?? 'failures';
     const admission = new EvictionAdmission({
       client,
@@ -56,14 +85,71 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
       },
       log,
     );
+    if (options.certificate) {
+      this.certificate = new WebhookCertificate(client, options.certificate, log);
+      this.refreshIntervalMs = options.certificate.refreshIntervalMs ?? DEFAULT_CERTIFICATE_REFRESH_MS;
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.server?.start();
+    if (!this.server) return;
+    if (!this.certificate) {
+      await this.server.start();
+      return;
+    }
+    await this.refreshCertificate();
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.refreshTimer);
     await this.server?.stop();
+  }
+
+  /**
+   * Brings the certificate up to date and serves it, then comes back after the refresh interval. A
+   * failure (the API server unreachable, a right missing) does not stop the controller: until a
+   * certificate is served the API server cannot call the webhook, and failurePolicy Ignore lets
+   * evictions through with the busy runners' PodDisruptionBudget still in force; it is retried with
+   * backoff.
+   */
+  private async refreshCertificate(): Promise<void> {
+    const server = this.server;
+    const certificate = this.certificate;
+    if (!server || !certificate || this.stopped) return;
+    let delay = this.refreshIntervalMs;
+    let pair: PemPair | undefined;
+    try {
+      pair = await certificate.ensure();
+      this.failures = 0;
+      // Until the configuration exists nothing trusts the pair: look again soon, not in an hour.
+      if (certificate.configurationMissing) delay = Math.min(this.refreshIntervalMs, CONFIGURATION_WAIT_MS);
+    } catch (err) {
+      this.failures++;
+      delay = Math.min(this.refreshIntervalMs, CERTIFICATE_RETRY_BASE_MS * 2 ** (this.failures - 1));
+      this.log?.warn('Failed to bring the eviction webhook certificate up to date; retrying', {
+        error: describeError(err),
+        serving: this.serving !== undefined,
+        retryInMs: delay,
+      });
+    }
+    if (this.stopped) return;
+    if (pair && !this.serving) {
+      // A port that cannot be bound fails the start, as with a certificate from a folder.
+      await server.start(pair);
+      this.serving = pair;
+    } else if (pair && this.serving && pair.cert !== this.serving.cert) {
+      server.replaceCertificate(pair);
+      this.serving = pair;
+      this.log?.info('Serving the renewed eviction webhook certificate');
+    }
+    this.refreshTimer = setTimeout(() => {
+      this.refreshCertificate().catch((err: unknown) =>
+        this.log?.error('The eviction webhook could not start serving', { error: describeError(err) }),
+      );
+    }, delay);
+    // The refresh alone never keeps the process alive: shutdown is the app's.
+    this.refreshTimer.unref();
   }
 }
 

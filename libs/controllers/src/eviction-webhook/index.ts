@@ -12,3 +12,10 @@ export {
   type EvictionWebhookModuleOptions,
 } from './eviction-webhook.module';
 export { EVICTION_WEBHOOK_PATH, EvictionWebhookServer } from './webhook-server';
+export {
+  ValidatingWebhookConfigurationKind,
+  WEBHOOK_SECRET_KEYS,
+  WebhookCertificate,
+  type WebhookCertificateOptions,
+  type WebhookConfiguration,
+} from './webhook-certificate';

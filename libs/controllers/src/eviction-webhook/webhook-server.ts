@@ -44,8 +44,8 @@ export class EvictionWebhookServer {
     private readonly logger: Logger,
   ) {}
 
-  async start(): Promise<void> {
-    const tls = this.options.tls ?? this.readCertificate();
+  /** Serves `tls`, else the options' pair, else the pair in the certificate folder. */
+  async start(tls = this.options.tls ?? this.readCertificate()): Promise<void> {
     const server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -59,6 +59,14 @@ export class EvictionWebhookServer {
       port: this.port(),
       path: EVICTION_WEBHOOK_PATH,
     });
+  }
+
+  /**
+   * Serves `tls` from the next connection on (a renewed certificate); connections already open finish
+   * on the pair they began with, which the CA bundle still trusts.
+   */
+  replaceCertificate(tls: { cert: string; key: string }): void {
+    this.server?.setSecureContext({ cert: tls.cert, key: tls.key });
   }
 
   /** The port bound (the one asked for, or the one the system chose for 0). */

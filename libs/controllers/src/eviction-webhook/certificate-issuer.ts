@@ -1,0 +1,152 @@
+import { X509Certificate, createPrivateKey, generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import forge from 'node-forge';
+
+/*
+ * The eviction webhook's own certificate authority and serving certificate. Node's crypto makes keys
+ * and reads certificates but cannot sign one, so node-forge (pinned, README "Why these pins") builds
+ * and signs the X.509; the RSA keys themselves come from Node's crypto (native, in the thread pool,
+ * rather than forge's seconds of JavaScript on the event loop).
+ */
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Certificates are dated this much in the past: a node whose clock is a little behind still accepts them. */
+const BACKDATE_MS = 60 * 60 * 1000;
+
+export interface PemPair {
+  cert: string;
+  key: string;
+}
+
+export interface IssueOptions {
+  /** DNS names the API server dials: `<service>.<namespace>.svc` and its longer forms. */
+  hosts: readonly string[];
+  /** Validity of the serving certificate; the authority lives ten times longer. */
+  validityDays: number;
+  now: number;
+}
+
+/** A new self-signed authority, named after the webhook's first host. */
+export async function issueAuthority(
+  commonName: string,
+  validityDays: number,
+  now: number,
+): Promise<PemPair> {
+  const keys = await rsaKeyPair();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serialNumber();
+  cert.validity.notBefore = new Date(now - BACKDATE_MS);
+  cert.validity.notAfter = new Date(now + validityDays * DAY_MS);
+  const subject = [{ name: 'commonName', value: commonName }];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** A serving certificate for `hosts`, signed by `authority`. */
+export async function issueServingCertificate(authority: PemPair, options: IssueOptions): Promise<PemPair> {
+  if (options.hosts.length === 0) throw new Error('a serving certificate needs at least one host name');
+  const caCert = forge.pki.certificateFromPem(authority.cert);
+  const caKey = forge.pki.privateKeyFromPem(authority.key);
+  const keys = await rsaKeyPair();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serialNumber();
+  cert.validity.notBefore = new Date(options.now - BACKDATE_MS);
+  cert.validity.notAfter = new Date(options.now + options.validityDays * DAY_MS);
+  cert.setSubject([{ name: 'commonName', value: options.hosts[0] }]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    // The API server checks the name it dials against these, never the common name.
+    { name: 'subjectAltName', altNames: options.hosts.map((value) => ({ type: 2, value })) },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** Each certificate of a PEM bundle, in order. */
+export function certificatesOf(bundle: string): X509Certificate[] {
+  const blocks = bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.map((block) => new X509Certificate(block));
+}
+
+/**
+ * Why `serving` cannot be served as it is at `now` (signed by none of `bundle`'s authorities, a host
+ * missing, inside its renewal window), or undefined when it can. Renewal starts when a third of its
+ * life is left, so a replica that reads the Secret only every refresh interval never serves an
+ * expired certificate.
+ */
+export function servingCertificateProblem(
+  serving: PemPair,
+  bundle: string,
+  hosts: readonly string[],
+  now: number,
+): string | undefined {
+  let cert: X509Certificate;
+  let authorities: X509Certificate[];
+  try {
+    cert = new X509Certificate(serving.cert);
+    authorities = certificatesOf(bundle);
+  } catch (err) {
+    return `it cannot be read (${(err as Error).message})`;
+  }
+  if (!authorities.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey))) {
+    return 'no authority of the CA bundle signed it';
+  }
+  const names = (cert.subjectAltName ?? '').split(', ');
+  const missing = hosts.filter((host) => !names.includes(`DNS:${host}`));
+  if (missing.length > 0) return `it does not name ${missing.join(', ')}`;
+  if (!keyMatches(serving)) return 'its key is not the certificate’s';
+  if (inRenewalWindow(cert, now)) return `it expires ${cert.validTo}`;
+  return undefined;
+}
+
+/** True within the last third of the certificate's life (or outside its validity). */
+export function inRenewalWindow(cert: X509Certificate, now: number): boolean {
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  return now < from || now >= to - (to - from) / 3;
+}
+
+function keyMatches(pair: PemPair): boolean {
+  try {
+    return new X509Certificate(pair.cert).checkPrivateKey(createPrivateKey(pair.key));
+  } catch {
+    return false;
+  }
+}
+
+const generateRsaKeyPair = promisify(generateKeyPair);
+
+/** Off the event loop: a renewal must not stall the reviews and reconciles of a busy controller. */
+async function rsaKeyPair(): Promise<{
+  publicKey: forge.pki.rsa.PublicKey;
+  privateKey: forge.pki.rsa.PrivateKey;
+}> {
+  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return {
+    publicKey: forge.pki.publicKeyFromPem(publicKey) as forge.pki.rsa.PublicKey,
+    privateKey: forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey,
+  };
+}
+
+/** A positive 128-bit serial (the leading byte's top bit clear, so DER reads it as positive). */
+function serialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] &= 0x7f;
+  return bytes.toString('hex');
+}
