@@ -1,4 +1,6 @@
-import { runnerProxySecretName } from '@aro/api';
+import type { V1Secret } from '@kubernetes/client-node';
+import { AutoscalingRunnerSet, AutoscalingRunnerSetKind, runnerProxySecretName } from '@aro/api';
+import { RoleBindingKind, RoleKind, SecretKind } from '@aro/kube';
 import {
   ControlPlane,
   auditedRequestsUpToNow,
@@ -8,11 +10,13 @@ import {
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
 import {
+  GITHUB_SECRET,
   ScaleSetFixture,
   createRunnerSet,
   createScaleSetOnService,
   live,
   runnerPod,
+  runnerPodTemplate,
   scaleSetSuite,
   uniqueName,
   waitForRunners,
@@ -197,5 +201,58 @@ describe('The cost of a runner set per job', () => {
       afterFirst: burst - 1,
       replaced: 0,
     });
+  });
+
+  it('in shared listener mode, passes over a configured listener without reading its Role or RoleBinding from the API', async () => {
+    const f = await suite.start({
+      listener: {
+        listenerMode: 'shared',
+        sharedServiceAccountName: 'aro-shared-listener',
+        sharedConfigSecretName: 'aro-shared-listener-configs',
+        sharedStatusIntervalMs: 200,
+      },
+    });
+    const name = uniqueName('shared');
+    await f.kube.create<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, {
+      apiVersion: 'actions.github.com/v1alpha1',
+      kind: 'AutoscalingRunnerSet',
+      metadata: { name, namespace: f.namespace },
+      spec: {
+        githubConfigUrl: f.configUrl,
+        githubConfigSecret: GITHUB_SECRET,
+        maxRunners: 2,
+        minRunners: 0,
+        template: { spec: runnerPodTemplate() },
+      },
+    });
+    // Configured: its Role and RoleBinding made, its config in the shared Secret.
+    await waitFor(
+      async () =>
+        (await f.list(RoleKind)).length > 0 &&
+        (await f.list(RoleBindingKind)).length > 0 &&
+        (await f.read<V1Secret>(SecretKind, 'aro-shared-listener-configs', f.controllerNamespace)) !==
+          undefined,
+      { description: "the listener's Role, RoleBinding and shared config" },
+    );
+    const passes = async () =>
+      (await f.registry.getSingleMetric('controller_runtime_reconcile_total')?.get())?.values
+        .filter((v) => v.labels.controller === 'autoscalinglistener')
+        .reduce((sum, v) => sum + v.value, 0) ?? 0;
+    const from = (await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!)).length;
+    const passesBefore = await passes();
+    // Evidence the controller looked: its status passes (every 200 ms here) went on.
+    await waitFor(async () => (await passes()) >= passesBefore + 10, {
+      description: 'ten more passes of the listener controller',
+    });
+    const reads = (await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!))
+      .slice(from)
+      .filter(
+        (r) =>
+          r.verb === 'get' &&
+          (r.resource === 'roles' || r.resource === 'rolebindings') &&
+          r.namespace === f.namespace,
+      );
+    console.log(`Role/RoleBinding reads over ten shared-mode status passes (audit log): ${reads.length}`);
+    expect(reads).toEqual([]);
   });
 });
