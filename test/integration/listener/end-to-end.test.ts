@@ -85,6 +85,8 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
   let sim: RunningSimulator;
   let kube: KubeClient;
   let controllerNamespace: string;
+  /** Where every test's scale set lives, each under its own name: the one namespace the controller watches. */
+  let namespace: string;
   let app: BootedApp | undefined;
   let listeners: ListenerPlayer | undefined;
   let shared: SharedListenerReplicas | undefined;
@@ -98,6 +100,11 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
     });
     kube = new KubeClient(testKubeConfig());
     controllerNamespace = await createTestNamespace(`e2e-system-${mode}`);
+    namespace = await createTestNamespace(`e2e-${mode}`);
+    await kube.create<V1Secret>(SecretKind, {
+      metadata: { name: 'gh', namespace },
+      stringData: { github_token: DEFAULT_PAT },
+    });
     let modeEnv: Record<string, string> = {};
     if (mode === 'shared') {
       // `helm install` of the controller chart with listener.mode shared, as far as the listener goes:
@@ -123,8 +130,12 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
         env: { LISTENER_RESCAN_SECONDS: '2', LOG_LEVEL: 'debug' },
       }).start();
     }
-    // One controller for the whole file, as in a cluster: each test's scale set lives in its own namespace.
+    // One controller for the whole file, as in a cluster, watching this file's namespace only: on the
+    // suites' shared control plane a controller watching every namespace adopts what other suites
+    // write there (the takeover test's upstream listener got its ServiceAccount from this one, and
+    // its upstream runners lost their registrations).
     app = await bootControllerApp({
+      WATCH_NAMESPACE: namespace,
       LEADER_ELECTION: 'false',
       POD_NAMESPACE: controllerNamespace,
       // The image listener pods get; the listener player runs the listener from source whatever it says.
@@ -164,20 +175,13 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
   }
 
   /**
-   * A namespace with the credentials, its runner pods played, and an AutoscalingRunnerSet whose listener
-   * has opened its session. The scale set is found by the id the controller recorded on this namespace's
-   * AutoscalingRunnerSet.
+   * The runner pods played and an AutoscalingRunnerSet of its own whose listener has opened its session.
+   * The scale set is found by the id the controller recorded on the AutoscalingRunnerSet.
    */
   async function setUp(name: string) {
-    const namespace = await createTestNamespace(name);
     // The scale set is named after the AutoscalingRunnerSet, and the service knows one scale set per
-    // name in a runner group: two tests both calling theirs `arc` would share it, and the first test's
-    // namespace cleanup (the set's finalizer deletes its scale set) would pull it from under the second.
+    // name in a runner group: two tests both calling theirs `arc` would share it.
     const arsName = `arc-${name}`;
-    await kube.create<V1Secret>(SecretKind, {
-      metadata: { name: 'gh', namespace },
-      stringData: { github_token: DEFAULT_PAT },
-    });
     const runners = new RunnerPlayer({
       kubeConfig: testKubeConfig(),
       namespace,
@@ -214,7 +218,10 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
     });
     const listener = (
       await kube.list<AutoscalingListener>(AutoscalingListenerKind, { namespace: controllerNamespace })
-    ).find((l) => l.spec.autoscalingRunnerSetNamespace === namespace);
+    ).find(
+      (l) =>
+        l.spec.autoscalingRunnerSetNamespace === namespace && l.spec.autoscalingRunnerSetName === arsName,
+    );
     if (!listener?.metadata?.name) throw new Error(`no AutoscalingListener for ${namespace}/${arsName}`);
     if (mode === 'shared') {
       // No pod: the listener's status says which replica holds the session, as that replica told it.
