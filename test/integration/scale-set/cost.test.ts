@@ -10,13 +10,12 @@ import {
 } from '../../harness';
 import { CRD_PATHS } from '../../harness/global-setup';
 import {
-  GITHUB_SECRET,
   ScaleSetFixture,
+  autoscalingRunnerSet,
   createRunnerSet,
   createScaleSetOnService,
   live,
   runnerPod,
-  runnerPodTemplate,
   scaleSetSuite,
   uniqueName,
   waitForRunners,
@@ -213,18 +212,7 @@ describe('The cost of a runner set per job', () => {
       },
     });
     const name = uniqueName('shared');
-    await f.kube.create<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'AutoscalingRunnerSet',
-      metadata: { name, namespace: f.namespace },
-      spec: {
-        githubConfigUrl: f.configUrl,
-        githubConfigSecret: GITHUB_SECRET,
-        maxRunners: 2,
-        minRunners: 0,
-        template: { spec: runnerPodTemplate() },
-      },
-    });
+    await f.kube.create<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, autoscalingRunnerSet(f, name, 2));
     // Configured: its Role and RoleBinding made, its config in the shared Secret.
     await waitFor(
       async () =>

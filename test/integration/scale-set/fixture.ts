@@ -4,6 +4,7 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
   API_VERSION,
+  AutoscalingRunnerSet,
   EphemeralRunner,
   EphemeralRunnerKind,
   EphemeralRunnerSet,
@@ -105,6 +106,26 @@ export function runnerPodTemplate(): EphemeralRunnerSpec['spec'] {
     containers: [
       { name: 'runner', image: 'ghcr.io/actions/actions-runner:latest', command: ['/home/runner/run.sh'] },
     ],
+  };
+}
+
+/** An AutoscalingRunnerSet on the fixture's namespace, simulator and GitHub secret, 0..`maxRunners`. */
+export function autoscalingRunnerSet(
+  fixture: Pick<ScaleSetFixture, 'namespace' | 'configUrl'>,
+  name: string,
+  maxRunners = 5,
+): AutoscalingRunnerSet {
+  return {
+    apiVersion: 'actions.github.com/v1alpha1',
+    kind: 'AutoscalingRunnerSet',
+    metadata: { name, namespace: fixture.namespace },
+    spec: {
+      githubConfigUrl: fixture.configUrl,
+      githubConfigSecret: GITHUB_SECRET,
+      maxRunners,
+      minRunners: 0,
+      template: { spec: runnerPodTemplate() },
+    },
   };
 }
 
