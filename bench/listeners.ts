@@ -17,7 +17,7 @@
  * them (LISTENER_MODE=shared, every config in one directory).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,6 +25,7 @@ import { join, resolve } from 'node:path';
 import type { ListenerConfig } from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../apps/simulator/src';
+import { processMemory } from '../test/harness/process-sampler';
 import { percentile } from '../test/harness/stats';
 
 const root = resolve(__dirname, '..');
@@ -55,19 +56,6 @@ function parseArgs(argv: string[]): Args {
     i++;
   }
   return args;
-}
-
-/** Resident and peak resident memory of a process, from /proc (KiB). */
-function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return {
-      rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
-      hwmKiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0),
-    };
-  } catch {
-    return { rssKiB: 0, hwmKiB: 0 };
-  }
 }
 
 /**
@@ -240,7 +228,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       'every listener to open its session',
     );
     await new Promise((r) => setTimeout(r, 3_000));
-    for (const l of listeners) l.idle = memoryOf(l.child.pid!).rssKiB;
+    for (const l of listeners) l.idle = processMemory(l.child.pid!).rssKiB;
 
     sim.resetCallCounts();
     const ticker = setInterval(() => player.tick(), 200);
@@ -269,7 +257,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       .filter((j) => queued.has(j.jobId))
       .map((j) => Date.parse(j.runnerAssignTime) - (queued.get(j.jobId) ?? 0))
       .sort((a, b) => a - b);
-    const memory = listeners.map((l) => ({ idle: l.idle ?? 0, peak: memoryOf(l.child.pid!).hwmKiB }));
+    const memory = listeners.map((l) => ({ idle: l.idle ?? 0, peak: processMemory(l.child.pid!).hwmKiB }));
     const mib = (kib: number) => kib / 1024;
     return {
       mode,

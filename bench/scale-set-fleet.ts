@@ -23,7 +23,7 @@
  * controller, a second shared listener) hold no work and add their idle RSS.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { V1Namespace, V1Secret } from '@kubernetes/client-node';
@@ -42,6 +42,8 @@ import {
   freePort,
   kubeConfigForUser,
   percentile,
+  processCpuSeconds,
+  processMemory,
   waitFor,
 } from '../test/harness';
 import { CRD_PATHS } from '../test/harness/global-setup';
@@ -90,34 +92,10 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
-/** Resident and peak resident memory of a process (KiB), from /proc; 0 once it is gone. */
-function memoryOf(pid: number): { rssKiB: number; hwmKiB: number } {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return {
-      rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
-      hwmKiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0),
-    };
-  } catch {
-    return { rssKiB: 0, hwmKiB: 0 };
-  }
-}
-
-/** User + system CPU seconds of a process so far, from /proc; 0 once it is gone. */
-function cpuSecondsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+const sumCpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
 
 const sumMiB = (pids: number[], of: 'rssKiB' | 'hwmKiB'): number =>
-  pids.reduce((sum, pid) => sum + memoryOf(pid)[of], 0) / 1024;
+  pids.reduce((sum, pid) => sum + processMemory(pid)[of], 0) / 1024;
 
 async function startController(kubeconfigPath: string, env: Record<string, string>): Promise<ChildProcess> {
   const port = await freePort();
@@ -329,7 +307,7 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
     // per set one share each, so where a mode's job wait goes is told apart from how much work it is.
     const controllerCpuS = sumCpu([controller.pid ?? 0]) - cpuBefore.controller;
     const listenersCpuS = sumCpu(listenerPids()) - cpuBefore.listeners;
-    const controllerPeakMiB = memoryOf(controller.pid ?? 0).hwmKiB / 1024;
+    const controllerPeakMiB = processMemory(controller.pid ?? 0).hwmKiB / 1024;
     const listenersPeakMiB = sumMiB(listenerPids(), 'hwmKiB');
     const actionsCalls = Object.entries(sim.callCounts())
       .filter(([route]) => !/registration-token|runner-registration|access_tokens|<unmatched>/.test(route))

@@ -36,5 +36,5 @@ export {
 export { ListenerPodPlayer, LISTENER_CONTAINER, type ListenerPodPlayerOptions } from './listener-pod-player';
 export { freePort, freePorts } from './ports';
 export { auditCounts, auditedRequests, auditedRequestsUpToNow, type AuditedRequest } from './audit-log';
-export { ProcessSampler } from './process-sampler';
+export { ProcessSampler, processCpuSeconds, processMemory } from './process-sampler';
 export { percentile } from './stats';

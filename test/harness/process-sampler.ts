@@ -1,5 +1,29 @@
 import { readFileSync } from 'node:fs';
 
+/** Resident and peak resident memory of a process (KiB), from /proc; 0 once it is gone. */
+export function processMemory(pid: number): { rssKiB: number; hwmKiB: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return {
+      rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
+      hwmKiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0),
+    };
+  } catch {
+    return { rssKiB: 0, hwmKiB: 0 };
+  }
+}
+
+/** User + system CPU seconds of a process so far (fields 14 and 15 of /proc/pid/stat, ticks of 10 ms); 0 once it is gone. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 /** Peak RSS and CPU time of a process, sampled from /proc every 100 ms. */
 export class ProcessSampler {
   peakRssKiB = 0;
@@ -10,19 +34,13 @@ export class ProcessSampler {
   }
 
   sample(): void {
-    try {
-      const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'));
-      this.peakRssKiB = Math.max(this.peakRssKiB, Number(rss?.[1] ?? 0));
-    } catch {
-      // The process has exited; the last sample stands.
-    }
+    // 0 once the process has exited: the last sample stands.
+    this.peakRssKiB = Math.max(this.peakRssKiB, processMemory(this.pid).rssKiB);
   }
 
-  /** User + system CPU seconds so far (fields 14 and 15 of /proc/pid/stat, in clock ticks of 10 ms). */
+  /** User + system CPU seconds so far. */
   cpuSeconds(): number {
-    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return processCpuSeconds(this.pid);
   }
 
   stop(): void {

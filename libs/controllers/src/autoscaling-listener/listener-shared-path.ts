@@ -2,6 +2,7 @@ import type { V1Pod, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes
 import {
   Annotations,
   AutoscalingListener,
+  type ResourceKind,
   AutoscalingRunnerSet,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
@@ -71,7 +72,7 @@ export class SharedListenerPath {
    * listener through the watch, and anything but "up to date" is written from a live read.
    */
   private async applyUnlessCachedUpToDate<T extends V1Role | V1RoleBinding>(
-    kind: typeof RoleKind | typeof RoleBindingKind,
+    kind: ResourceKind,
     desired: T,
     log: Logger,
   ): Promise<void> {

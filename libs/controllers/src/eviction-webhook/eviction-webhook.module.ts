@@ -6,7 +6,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { KubeClient } from '@aro/kube';
+import { KubeClient, exponentialBackoffMs } from '@aro/kube';
 import { LOGGER, type Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
@@ -126,7 +126,7 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
       if (certificate.configurationMissing) delay = Math.min(this.refreshIntervalMs, CONFIGURATION_WAIT_MS);
     } catch (err) {
       this.failures++;
-      delay = Math.min(this.refreshIntervalMs, CERTIFICATE_RETRY_BASE_MS * 2 ** (this.failures - 1));
+      delay = exponentialBackoffMs(this.failures, CERTIFICATE_RETRY_BASE_MS, this.refreshIntervalMs);
       this.log?.warn('Failed to bring the eviction webhook certificate up to date; retrying', {
         error: describeError(err),
         serving: this.serving !== undefined,

@@ -64,7 +64,7 @@ export type WebhookConfiguration = V1ValidatingWebhookConfiguration;
  * chart removes the configuration and the garbage collector removes the Secret with it.
  */
 export class WebhookCertificate {
-  /** The last `ensure` found no configuration to set the caBundle of. */
+  /** The last look found no configuration to set the caBundle of. */
   configurationMissing = false;
 
   constructor(
@@ -87,7 +87,6 @@ export class WebhookCertificate {
   /** The serving pair to use now, the Secret and the configuration's caBundle brought up to date first. */
   async ensure(): Promise<PemPair> {
     const { namespace, secretName } = this.options;
-    this.configurationMissing = false;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const configuration = await this.configuration();
       const secret = await this.readSecret();
@@ -159,20 +158,25 @@ export class WebhookCertificate {
 
   private async configuration(): Promise<WebhookConfiguration | undefined> {
     try {
-      return await this.client.get<WebhookConfiguration>(
+      const configuration = await this.client.get<WebhookConfiguration>(
         ValidatingWebhookConfigurationKind,
         '',
         this.options.configurationName,
       );
+      this.configurationMissing = false;
+      return configuration;
     } catch (err) {
       if (!isNotFound(err)) throw err;
       // Served all the same: the chart creates the configuration, possibly after this replica started
-      // (Helm creates webhook configurations after Deployments); the caller comes back soon.
+      // (Helm creates webhook configurations after Deployments); the caller comes back soon. Said once
+      // per absence, not on every look (every 5 s while it lasts).
+      if (!this.configurationMissing) {
+        this.logger.warn(
+          'The eviction webhook configuration is missing: the API server calls no webhook until it exists',
+          { configuration: this.options.configurationName },
+        );
+      }
       this.configurationMissing = true;
-      this.logger.warn(
-        'The eviction webhook configuration is missing: the API server calls no webhook until it exists',
-        { configuration: this.options.configurationName },
-      );
       return undefined;
     }
   }
