@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { V1Container, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
@@ -92,6 +92,7 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
   let shared: SharedListenerReplicas | undefined;
   let sharedConfigSecret = '';
   let workDir: string | undefined;
+  let kubeconfigDir: string | undefined;
   const perTest: Array<{ stop(): unknown }> = [];
 
   beforeAll(async () => {
@@ -117,12 +118,15 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
       modeEnv = chart.controllerEnv;
       sharedConfigSecret = chart.controllerEnv.LISTENER_SHARED_CONFIG_SECRET;
       workDir = mkdtempSync(join(tmpdir(), 'aro-e2e-shared-'));
+      const sharedKubeconfig = await serviceAccountKubeconfig(
+        controllerNamespace,
+        chart.controllerEnv.LISTENER_SHARED_SERVICE_ACCOUNT,
+      );
+      // Its folder goes with the file's other temporary folder.
+      kubeconfigDir = dirname(sharedKubeconfig);
       shared = await new SharedListenerReplicas({
         container: chart.container,
-        kubeconfigPath: await serviceAccountKubeconfig(
-          controllerNamespace,
-          chart.controllerEnv.LISTENER_SHARED_SERVICE_ACCOUNT,
-        ),
+        kubeconfigPath: sharedKubeconfig,
         replicas: chart.replicas,
         prefix: 'shared-listener',
         logDir: workDir,
@@ -151,6 +155,7 @@ describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener m
     await listeners?.stop();
     await shared?.stop();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
+    if (kubeconfigDir) rmSync(kubeconfigDir, { recursive: true, force: true });
     await app?.close();
     kube?.close();
     await sim?.stop();
