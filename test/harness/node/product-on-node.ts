@@ -11,6 +11,7 @@ import { CHARTS, render, type Manifest } from '../../integration/charts/helm-cha
 import type { ControlPlane } from '../control-plane';
 import { freePort } from '../ports';
 import { kubeRequest } from '../rest';
+import { scaled } from '../time-scale';
 import type { RealNode } from './real-node';
 
 /**
@@ -90,7 +91,10 @@ export async function waitUntil(
   timeoutMs: number,
   check: () => Promise<string | true>,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  // The bound is a quiet machine's; the run's one time scale stretches it on a loaded one (at load
+  // ~30 the 20-job wait's unscaled 300 s ended a real-node run while the jobs were still completing).
+  const boundMs = scaled(timeoutMs);
+  const deadline = Date.now() + boundMs;
   let last = '';
   while (Date.now() < deadline) {
     try {
@@ -104,7 +108,7 @@ export async function waitUntil(
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}: ${last}`);
+  throw new Error(`Timed out after ${boundMs} ms waiting for ${what}: ${last}`);
 }
 
 export async function installProductOnNode(

@@ -8,6 +8,7 @@ import { issueClientCertificate } from '../pki';
 import { freePorts } from '../ports';
 import { ManagedProcess } from '../processes';
 import { kubeRequest } from '../rest';
+import { scaled } from '../time-scale';
 import {
   cniConfig,
   containerdConfig,
@@ -350,7 +351,8 @@ async function waitFor(
   ready: () => Promise<boolean>,
   detail: () => string = () => '',
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const boundMs = scaled(timeoutMs);
+  const deadline = Date.now() + boundMs;
   let lastError = '';
   while (Date.now() < deadline) {
     if (!proc.running) {
@@ -363,5 +365,5 @@ async function waitFor(
     }
     await sleep(250);
   }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}: ${detail() || lastError}`);
+  throw new Error(`Timed out after ${boundMs} ms waiting for ${what}: ${detail() || lastError}`);
 }

@@ -21,6 +21,10 @@ import { CRD_PATHS } from '../../harness/global-setup';
 import { HighWater } from '../../harness/high-water';
 import { ListenerPlayer } from '../../harness/listener-player';
 import { RunnerPlayer } from '../../harness/runner-player';
+import { scaled } from '../../harness/time-scale';
+
+/** Jest's bound on setting a scene up (control plane, simulator, controllers), at the run's time scale. */
+const SCENE_SETUP_TIMEOUT_MS = scaled(180_000);
 
 /*
  * The stage of the crash suites: a control plane of their own (the controller watches every
@@ -77,7 +81,7 @@ export function crashStage(): CrashStage {
     stage.controllerNamespace = await createTestNamespace('crash-system');
     stage.controller = new ControllerProcess({ namespace: stage.controllerNamespace, env: LEASE_ENV });
     stage.listeners = ListenerPlayer.start({ namespace: stage.controllerNamespace });
-  }, 180_000);
+  }, SCENE_SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await stage.listeners?.stop();
     await stage.controller?.close();
@@ -88,7 +92,7 @@ export function crashStage(): CrashStage {
       if (value === undefined) delete process.env[key];
       else process.env[key] = value;
     }
-  }, 120_000);
+  });
   return stage;
 }
 

@@ -66,5 +66,5 @@ describe('The listener-pod player', () => {
       timeoutMs: 30_000,
     });
     expect(sim.sessions().filter((s) => s.scaleSetId === fx!.scaleSetId)).toEqual([]);
-  }, 120_000);
+  });
 });

@@ -18,6 +18,10 @@ import {
   metricValue,
   startListenerTestSimulator,
 } from './fixture';
+import { scaled } from '../../harness/time-scale';
+
+/** Jest's bound on each case below (the failover case waits out sessions expiring), at the run's time scale. */
+jest.setTimeout(scaled(180_000));
 
 /**
  * Shared mode: one process (here in-process, as main.ts runs it with LISTENER_MODE=shared) serves the
@@ -133,7 +137,7 @@ describe('A shared listener serving several scale sets', () => {
     await b.waitForSpec((s) => s.replicas === 3, 'b: 2 assigned + 1 min, after a left');
     const after = (await scrape('/metrics')).body;
     expect(after).not.toContain(`namespace="${a.namespace}"`);
-  }, 120_000);
+  });
 
   it('fails over on kill -9: a standby process takes every session once the dead one’s expire', async () => {
     // Sessions of a listener that stopped polling expire after 5 s on this service.
@@ -187,5 +191,5 @@ describe('A shared listener serving several scale sets', () => {
       for (const fx of fixtures.splice(0)) await fx.stopAll();
       await quick.stop();
     }
-  }, 180_000);
+  });
 });

@@ -28,6 +28,12 @@ import {
   waitForReadyControllers,
   waitUntilNothingLeft,
 } from './product-state';
+import { scaled } from '../../harness/time-scale';
+
+/** Jest's bound on one scenario, at the run's time scale (the scenarios wait on the node's containers). */
+jest.setTimeout(scaled(600_000));
+/** ...and on the install: images imported, node started, chart applied. */
+const INSTALL_TIMEOUT_MS = scaled(1_800_000);
 
 /*
  * The whole product on a real node (test/harness/node): the images built from the Dockerfile, the
@@ -86,12 +92,12 @@ describeOnRealNode(
       stuckLoop = hangTheStandby();
       // Judged by its own test; a rejection before then is not an unhandled one.
       stuckLoop.catch(() => undefined);
-    }, 1_800_000);
+    }, INSTALL_TIMEOUT_MS);
 
     afterAll(async () => {
       await product?.stop();
       await plane?.stop();
-    }, 120_000);
+    });
 
     /** Finds the leader and the standby among two Ready replicas. */
     async function leaderAndStandby(): Promise<{ leader: V1Pod; standby: V1Pod; holder: string }> {
@@ -170,7 +176,7 @@ describeOnRealNode(
       expect(new Set(runners).size).toBe(20);
       expect(runners.every((name) => name?.startsWith('real-node-'))).toBe(true);
       await waitUntilNothingLeft(product);
-    }, 600_000);
+    });
 
     it('restarts a controller whose loop is stuck (liveness probe), out of its Service meanwhile (readiness)', async () => {
       const probeEvents = await stuckLoop;
@@ -180,7 +186,7 @@ describeOnRealNode(
       // more than ten come, which 2 s probe periods reach, so their messages cannot be relied on.
       log(`probe events of the hung replica: ${probeEvents.join(' | ')}`);
       expect(probeEvents.some((e) => /failed liveness probe|Liveness probe failed/.test(e))).toBe(true);
-    }, 600_000);
+    });
 
     /** How the Lease changed hands, as the replicas wrote it (one clock: they share the host's). */
     interface Handover {
@@ -264,7 +270,7 @@ describeOnRealNode(
             LEASE.leaseDurationSeconds * 1_000,
           ),
       );
-    }, 600_000);
+    });
 
     it('goes on when the leading controller pod is force-deleted mid-run: it releases its lease, the other replica takes over at once', async () => {
       await leaderTakeover(
@@ -286,7 +292,7 @@ describeOnRealNode(
             LEASE.leaseDurationSeconds * 1_000,
           ),
       );
-    }, 600_000);
+    });
 
     it('judges a runner container killed mid-job as the seed says: the runner with the job is deleted, its registration removed, no new pod for it', async () => {
       const kc = product.kubeConfig;
@@ -332,7 +338,7 @@ describeOnRealNode(
       );
       expect(product.simulator.job(id)?.result).toBe('failed');
       await waitUntilNothingLeft(product, 180_000);
-    }, 600_000);
+    });
 
     it('fails a runner whose image cannot be pulled at once, with the kubelet reason, and runs the job once the template is fixed', async () => {
       const kc = product.kubeConfig;
@@ -388,7 +394,7 @@ describeOnRealNode(
         return job?.state === 'completed' && job.result === 'succeeded' ? true : `job ${job?.state}`;
       });
       await waitUntilNothingLeft(product, 180_000);
-    }, 600_000);
+    });
 
     it('leaves the host as it found it: sysctls, iptables, links, mounts, cgroups, processes', async () => {
       const nodePids = [...plane.processes.map((p) => p.pid), ...(plane.node?.pids ?? [])];
@@ -396,6 +402,6 @@ describeOnRealNode(
       await plane.stop();
       expect(hostChanges(hostBefore, captureHostState([nodeDir]))).toEqual([]);
       expect(leftoverProcesses(nodePids, nodeDir)).toEqual([]);
-    }, 120_000);
+    });
   },
 );

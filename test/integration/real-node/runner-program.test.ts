@@ -141,5 +141,5 @@ describe('The runner image program', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
-  }, 120_000);
+  });
 });

@@ -2,6 +2,10 @@ import { existsSync } from 'node:fs';
 import { processExists } from '../../harness';
 import { parseSandboxOptions } from '../../sandbox/options';
 import { renderReport, runSandbox, type SandboxReport } from '../../sandbox/sandbox';
+import { scaled } from '../../harness/time-scale';
+
+/** Jest's bound on one sandbox run (control plane, charts, workload, uninstall), at the run's time scale. */
+jest.setTimeout(scaled(900_000));
 
 jest.setTimeout(900_000);
 
@@ -77,7 +81,7 @@ describe('npm run sandbox -- --jobs 20', () => {
       '--duration',
       '1',
     ]));
-  }, 900_000);
+  });
 
   it('runs every job to success, one runner per job, with live progress', () => {
     expect(report).toMatchObject({ jobs: 20, succeeded: 20, failed: 0, unfinished: 0 });
