@@ -63,16 +63,18 @@ describe('The fleet page in a real browser', () => {
   let sim: RunningSimulator;
   let app: BootedApp | undefined;
   let proxy: ApiProxy | undefined;
-  const profileRoot = mkdtempSync(join(tmpdir(), 'aro-fleet-test-'));
+  // Made in beforeAll, not at collection: a run that filters this file's tests out runs no afterAll.
+  let profileRoot = '';
 
   beforeAll(async () => {
+    profileRoot = mkdtempSync(join(tmpdir(), 'aro-fleet-test-'));
     sim = await startTestSimulator();
   });
   afterAll(async () => {
     await app?.close();
     await proxy?.close();
     await sim?.stop();
-    rmSync(profileRoot, { recursive: true, force: true });
+    if (profileRoot) rmSync(profileRoot, { recursive: true, force: true });
   });
 
   (chromium.path ? it : it.skip)(
