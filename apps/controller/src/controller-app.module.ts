@@ -134,6 +134,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     listenerMode: config.LISTENER_MODE,
     sharedServiceAccountName: config.LISTENER_SHARED_SERVICE_ACCOUNT,
     sharedConfigSecretName: config.LISTENER_SHARED_CONFIG_SECRET,
+    controllerNamespace: controllerNamespaceOf(config),
     // A listener takes a level name; a controller silenced by a zap level above error still lets its
     // listeners report errors.
     logLevel: config.LOG_LEVEL === 'silent' ? 'error' : config.LOG_LEVEL,

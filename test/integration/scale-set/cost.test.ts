@@ -202,7 +202,7 @@ describe('The cost of a runner set per job', () => {
     });
   });
 
-  it('in shared listener mode, passes over a configured listener without reading its Role or RoleBinding from the API', async () => {
+  it('in shared listener mode, passes over a configured listener without reading its Role, RoleBinding or the configs Secret from the API', async () => {
     const f = await suite.start({
       listener: {
         listenerMode: 'shared',
@@ -226,6 +226,15 @@ describe('The cost of a runner set per job', () => {
       (await f.registry.getSingleMetric('controller_runtime_reconcile_total')?.get())?.values
         .filter((v) => v.labels.controller === 'autoscalinglistener')
         .reduce((sum, v) => sum + v.value, 0) ?? 0;
+    // The configs Secret is read from its watch once that has listed: wait for that list, as the server
+    // recorded it, before counting.
+    await waitFor(
+      async () =>
+        (await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!)).some(
+          (r) => r.verb === 'list' && r.resource === 'secrets' && r.namespace === f.controllerNamespace,
+        ),
+      { description: "the controller's list of the shared configs Secret (its watch's first step)" },
+    );
     const from = (await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!)).length;
     const passesBefore = await passes();
     // Evidence the controller looked: its status passes (every 200 ms here) went on.
@@ -237,10 +246,15 @@ describe('The cost of a runner set per job', () => {
       .filter(
         (r) =>
           r.verb === 'get' &&
-          (r.resource === 'roles' || r.resource === 'rolebindings') &&
-          r.namespace === f.namespace,
-      );
-    console.log(`Role/RoleBinding reads over ten shared-mode status passes (audit log): ${reads.length}`);
+          (((r.resource === 'roles' || r.resource === 'rolebindings') && r.namespace === f.namespace) ||
+            (r.resource === 'secrets' &&
+              r.namespace === f.controllerNamespace &&
+              r.name === 'aro-shared-listener-configs')),
+      )
+      .map((r) => `${r.resource}/${r.name}`);
+    console.log(
+      `Role, RoleBinding and configs Secret reads over ten shared-mode status passes (audit log): ${reads.length}`,
+    );
     expect(reads).toEqual([]);
   });
 });

@@ -61,7 +61,7 @@ export class AutoscalingListenerReconciler extends FinalizingReconciler<
   /** Where configs go: each listener's own Secret, or in shared mode its key of the shared one. */
   private readonly store =
     this.ctx.opts.listenerMode === 'shared'
-      ? new SharedConfigSecret(this.ctx)
+      ? new SharedConfigSecret(this.ctx, this.ctx.sharedConfigCache)
       : new PodConfigSecret(this.ctx);
   private readonly config = new ListenerConfigWriter(this.ctx, this.store);
   private readonly pod = new ListenerPodLifecycle(this.ctx);

@@ -17,6 +17,10 @@ import {
 import type { Logger } from '@aro/observability';
 import { buildConfigSecret, hashOf } from './listener-resources';
 import { type ListenerContext, applyListenerResource } from './listener-context';
+import type { SharedConfigSecretCache } from './shared-config-cache';
+
+/** How long this store's own write stands in for a watch that has not delivered it yet. */
+const OWN_WRITE_STANDS_MS = 30_000;
 
 /**
  * Where a listener's config.json is delivered: its own config Secret (a pod per scale set), or its key
@@ -83,25 +87,51 @@ export function sharedConfigKey(listener: AutoscalingListener): string {
  * key, which the shared listener reads by name (the one Secret its account may get). Each listener's
  * key is written by a merge patch of that key alone, so the listeners' reconciles never conflict and a
  * failure to build one set's config leaves the other keys as they are.
+ *
+ * The Secret is read from `cache` (a watch of that one object) once it has listed, live before. The
+ * watch trails this store's own writes by a moment, and a pass right after a write (its status patch
+ * wakes the listener again at once) would take the old copy for a changed key and build the config
+ * again: so for {@link OWN_WRITE_STANDS_MS} after a write, until the watch delivers it, the write's
+ * answer (the whole Secret as the server stored it) stands in for the cached copy.
  */
 export class SharedConfigSecret implements ListenerConfigStore {
-  constructor(private readonly ctx: ListenerContext) {}
+  private lastWrite: { secret: V1Secret; at: number } | undefined;
+
+  constructor(
+    private readonly ctx: ListenerContext,
+    private readonly cache?: Pick<SharedConfigSecretCache, 'read'>,
+  ) {}
 
   private get name(): string {
     return this.ctx.opts.sharedConfigSecretName;
   }
 
   async current(listener: AutoscalingListener): Promise<DeliveredConfig> {
-    const secret = await getIgnoringNotFound<V1Secret>(
-      this.ctx.client,
-      SecretKind,
-      listener.metadata?.namespace ?? '',
-      this.name,
-    );
+    const secret = await this.read(listener.metadata?.namespace ?? '');
     const value = secret?.data?.[sharedConfigKey(listener)];
     return {
       hash: value === undefined ? undefined : integrityHash(Buffer.from(value, 'base64').toString('utf8')),
     };
+  }
+
+  /** The Secret: cached when the watch has listed it (see the class comment), live otherwise. */
+  private async read(namespace: string): Promise<V1Secret | undefined> {
+    const cached = this.cache?.read(namespace) ?? { known: false };
+    if (!cached.known) {
+      return getIgnoringNotFound<V1Secret>(this.ctx.client, SecretKind, namespace, this.name);
+    }
+    const own = this.lastWrite;
+    if (own === undefined) return cached.secret;
+    const seen = cached.secret?.metadata?.resourceVersion === own.secret.metadata?.resourceVersion;
+    if (seen || this.ctx.now() - own.at > OWN_WRITE_STANDS_MS) {
+      this.lastWrite = undefined;
+      return cached.secret;
+    }
+    return own.secret;
+  }
+
+  private wrote(secret: V1Secret): void {
+    this.lastWrite = { secret, at: this.ctx.now() };
   }
 
   async write(
@@ -114,10 +144,10 @@ export class SharedConfigSecret implements ListenerConfigStore {
     const json = JSON.stringify(config);
     const data = { [sharedConfigKey(listener)]: Buffer.from(json, 'utf8').toString('base64') };
     try {
-      await this.ctx.client.mergePatch(SecretKind, namespace, this.name, { data });
+      this.wrote(await this.ctx.client.mergePatch<V1Secret>(SecretKind, namespace, this.name, { data }));
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      await this.create(namespace, data, log);
+      this.wrote(await this.create(namespace, data, log));
     }
     log.debug('Wrote the listener config into the shared listener’s Secret', {
       secret: `${namespace}/${this.name}`,
@@ -127,9 +157,9 @@ export class SharedConfigSecret implements ListenerConfigStore {
   }
 
   /** The Secret, on the first config written (another listener's reconcile may have made it meanwhile). */
-  private async create(namespace: string, data: Record<string, string>, log: Logger): Promise<void> {
+  private async create(namespace: string, data: Record<string, string>, log: Logger): Promise<V1Secret> {
     try {
-      await this.ctx.client.create<V1Secret>(SecretKind, {
+      const created = await this.ctx.client.create<V1Secret>(SecretKind, {
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: {
@@ -140,17 +170,25 @@ export class SharedConfigSecret implements ListenerConfigStore {
         data,
       });
       log.info('Created the shared listener’s config Secret', { secret: `${namespace}/${this.name}` });
+      return created;
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
-      await this.ctx.client.mergePatch(SecretKind, namespace, this.name, { data });
+      return this.ctx.client.mergePatch<V1Secret>(SecretKind, namespace, this.name, { data });
     }
   }
 
   async remove(listener: AutoscalingListener): Promise<void> {
     try {
-      await this.ctx.client.mergePatch(SecretKind, listener.metadata?.namespace ?? '', this.name, {
-        data: { [sharedConfigKey(listener)]: null },
-      });
+      this.wrote(
+        await this.ctx.client.mergePatch<V1Secret>(
+          SecretKind,
+          listener.metadata?.namespace ?? '',
+          this.name,
+          {
+            data: { [sharedConfigKey(listener)]: null },
+          },
+        ),
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

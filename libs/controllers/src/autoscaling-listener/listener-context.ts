@@ -17,6 +17,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
 import type { ListenerControllerMetrics } from './listener-controller-metrics';
 import { hashOf } from './listener-resources';
+import type { SharedConfigSecretCache } from './shared-config-cache';
 import { describeError } from '../shared/describe-error';
 
 import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
@@ -65,6 +66,8 @@ export interface AutoscalingListenerReconcilerOptions {
 
 export interface AutoscalingListenerReconcilerDeps extends ScaleSetReconcilerDeps {
   metrics?: ListenerControllerMetrics;
+  /** Shared mode: the watched configs Secret (see SharedConfigSecretCache); read live without it. */
+  sharedConfigCache?: Pick<SharedConfigSecretCache, 'read'>;
 }
 
 /** One pass of one listener. */
@@ -73,6 +76,7 @@ export type ListenerPass = Pass<AutoscalingListener>;
 export interface ListenerContext extends ScaleSetPorts<ListenerControllerMetrics> {
   opts: Required<AutoscalingListenerReconcilerOptions>;
   configRefresh: ListenerConfigRefresh;
+  sharedConfigCache?: Pick<SharedConfigSecretCache, 'read'>;
 }
 
 export function listenerContext(
@@ -108,7 +112,7 @@ export function listenerContext(
     now,
     memory.slot('config builds'),
   );
-  return { ...ports, opts, configRefresh: refresh };
+  return { ...ports, opts, configRefresh: refresh, sharedConfigCache: deps.sharedConfigCache };
 }
 
 export function restartBackoffMs(ctx: Pick<ListenerContext, 'opts'>, restarts: number): number {
