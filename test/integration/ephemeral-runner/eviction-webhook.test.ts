@@ -25,6 +25,12 @@ import {
 } from '../../harness';
 import { ControllerFixture, controllerSuite } from './fixture';
 
+/**
+ * How long the service's "executing a job" answers a runner's eviction retries here: long enough that a
+ * retry at once falls inside it on a loaded machine, short enough to wait out (the product's is 30 s).
+ */
+const BUSY_ANSWER_STANDS_MS = 10_000;
+
 const ServiceKind: ResourceKind = {
   group: '',
   version: 'v1',
@@ -173,7 +179,10 @@ describe('EphemeralRunner eviction webhook', () => {
     const certificate = await installWebhookObjects(namespace, port);
     f = await suite.start({
       namespace,
-      config: { evictionProtection: true, evictionWebhook: { port, certificate } },
+      config: {
+        evictionProtection: true,
+        evictionWebhook: { port, certificate, busyAnswerStandsMs: BUSY_ANSWER_STANDS_MS },
+      },
     });
     await idleRunner(probePod);
     await waitFor(
@@ -315,7 +324,20 @@ describe('EphemeralRunner eviction webhook', () => {
     // controller has not lifted the marks, and without the webhook the budget would refuse.
     suite.sim.completeJob(job.jobId, 'succeeded');
     expect((await f.pod('wh-done'))?.metadata?.labels?.[BUSY_RUNNER_LABEL]).toBe('true');
-    const answer = await evict('wh-done');
+    // A drain's retry at once is answered from the service's last "executing a job", without asking it
+    // (one call per busy pod per window, not per 5 s retry): the registration it would remove is still there.
+    const retried = await evict('wh-done');
+    expect(retried.code).toBe(429);
+    expect(retried.message).toContain(`runner ${f.namespace}/wh-done is executing job ${job.jobId}`);
+    expect(suite.sim.runner('wh-done')).toBeDefined();
+    // Past the window the next retry asks, and the service lets the runner go.
+    const answer = await waitFor(
+      async () => {
+        const a = await evict('wh-done');
+        return a.code === 429 ? undefined : a;
+      },
+      { description: 'an eviction of wh-done admitted once the busy answer has lapsed', intervalMs: 1_000 },
+    );
     expect(answer).toEqual({ code: 201, message: '' });
     expect(suite.sim.runner('wh-done')).toBeUndefined();
     const pod = await f.pod('wh-done');

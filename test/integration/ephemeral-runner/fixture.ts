@@ -84,6 +84,7 @@ export interface FixtureControllerConfig {
     port?: number;
     tls?: { cert: string; key: string };
     certificate?: EvictionWebhookModuleOptions['certificate'];
+    busyAnswerStandsMs?: number;
   };
 }
 
@@ -254,6 +255,7 @@ export async function bootControllerModules(
               bindAddress: '127.0.0.1',
               tls: c.evictionWebhook.tls,
               certificate: c.evictionWebhook.certificate,
+              busyAnswerStandsMs: c.evictionWebhook.busyAnswerStandsMs,
             },
           }
         : {}),

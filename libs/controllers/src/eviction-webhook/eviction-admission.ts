@@ -20,7 +20,20 @@ export interface EvictionAdmissionDeps {
   actions: ActionsClientProvider;
   events?: Pick<EventRecorder, 'record'>;
   logger: Logger;
+  /** How long the service's "executing a job" stands for a runner; default {@link BUSY_ANSWER_STANDS_MS}. */
+  busyAnswerStandsMs?: number;
+  /** The clock of the busy answers' memory (tests). */
+  now?: () => number;
 }
+
+/**
+ * How long the service's "executing a job" stands for a runner before the service is asked again.
+ * `kubectl drain` retries a refused eviction every 5 s; asking each time cost one Actions call per busy
+ * pod per retry (a drain of 20 busy pods through 10 minutes of jobs: 2,400 calls, half an installation's
+ * hourly budget). A job that ends within the window leaves its runner's pod to exit on its own, which
+ * ends the eviction's need; at worst a drain waits this much longer for a runner still finishing.
+ */
+export const BUSY_ANSWER_STANDS_MS = 30_000;
 
 /**
  * The decision on one eviction of a pod: the registration of an idle runner is removed on the Actions
@@ -39,14 +52,38 @@ export interface EvictionAdmissionDeps {
  * steps, log upload), and nothing in the pod can take another job. Its busy marks are lifted before
  * the answer, since the Eviction API checks the budget after admission; so a drain need not wait for
  * the process to exit. On the job path this costs nothing; a drain's retries of a busy pod (every 5 s
- * for kubectl) each cost one service call, refused with JobStillRunning until the job ends.
+ * for kubectl) cost one service call per {@link BUSY_ANSWER_STANDS_MS} and pod: the service's
+ * JobStillRunning is remembered for the runner that long and answers the retries in between.
  *
  * Every answer that is not an allow is a 429, which `kubectl drain` and the autoscalers retry; the
  * webhook's failurePolicy is Ignore, so a controller that cannot be reached leaves the budget as the
  * only protection instead of blocking every drain.
  */
 export class EvictionAdmission {
+  /** Runner uid -> until when the service's last "executing a job" for it stands. */
+  private readonly busyUntil = new Map<string, number>();
+
   constructor(private readonly deps: EvictionAdmissionDeps) {}
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  /** Whether the service said moments ago that this runner executes a job (see BUSY_ANSWER_STANDS_MS). */
+  private recentlyBusy(runnerUid: string): boolean {
+    const until = this.busyUntil.get(runnerUid);
+    if (until === undefined) return false;
+    if (until > this.now()) return true;
+    this.busyUntil.delete(runnerUid);
+    return false;
+  }
+
+  private rememberBusy(runnerUid: string): void {
+    const now = this.now();
+    // Entries of runners whose drains ended go with the next busy answer: the map holds busy pods only.
+    for (const [uid, until] of this.busyUntil) if (until <= now) this.busyUntil.delete(uid);
+    this.busyUntil.set(runnerUid, now + (this.deps.busyAnswerStandsMs ?? BUSY_ANSWER_STANDS_MS));
+  }
 
   async review(request: AdmissionRequest, signal: AbortSignal): Promise<AdmissionResponse> {
     const allow = (warnings?: string[]): AdmissionResponse => ({
@@ -111,6 +148,17 @@ export class EvictionAdmission {
       refuse(`runner ${runnerName} is executing job ${jobId}; its pod can be evicted once the job ends`);
     // A dry run may not ask the service to let go, which is the only way to learn the job has ended.
     if (jobId !== undefined && dryRun) return refuseBusy();
+    const runnerUid = runner.metadata?.uid ?? '';
+    const refuseJobOnService = (runnerId: number | string) =>
+      jobId !== undefined
+        ? refuseBusy()
+        : refuse(
+            `runner ${runnerName} (id ${runnerId}) is executing a job on the Actions service; its pod can be evicted once the job ends`,
+          );
+    if (this.recentlyBusy(runnerUid)) {
+      log.debug('Refusing the eviction: the Actions service said moments ago the runner executes a job');
+      return refuseJobOnService(runner.status?.runnerId ?? 'unknown');
+    }
 
     const getClient = onceAsync(() => this.deps.actions.getActionsClient(runner, signal));
     const runnerId = await registeredRunnerId(runner, client, getClient, log, signal);
@@ -133,10 +181,8 @@ export class EvictionAdmission {
           runnerId,
           jobId,
         });
-        if (jobId !== undefined) return refuseBusy();
-        return refuse(
-          `runner ${runnerName} (id ${runnerId}) is executing a job on the Actions service; its pod can be evicted once the job ends`,
-        );
+        this.rememberBusy(runnerUid);
+        return refuseJobOnService(runnerId);
       }
       if (!isActionsNotFound(err)) {
         throw new Error(

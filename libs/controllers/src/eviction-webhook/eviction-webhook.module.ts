@@ -23,6 +23,8 @@ export interface EvictionWebhookModuleOptions extends Partial<EvictionWebhookSer
   enabled: boolean;
   /** Which Events the webhook records (its Normal one only with `all`). */
   events?: EventsMode;
+  /** How long the service's "executing a job" answers a busy runner's eviction retries (default 30 s). */
+  busyAnswerStandsMs?: number;
   /**
    * The controller makes the certificate, keeps it in this Secret and the configuration's caBundle, and
    * renews it (the chart's way). Without it, `tls` or the pair in `certDir` is served as it is.
@@ -73,6 +75,7 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
       actions: actionsClientsFrom(resolver),
       events: events === 'none' ? undefined : new EventRecorder(client, 'aro-controller', log, events),
       logger: log,
+      busyAnswerStandsMs: options.busyAnswerStandsMs,
     });
     this.server = new EvictionWebhookServer(
       admission,
