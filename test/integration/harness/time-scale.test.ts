@@ -1,4 +1,5 @@
 import {
+  TIME_SCALE_DERIVED_ENV,
   TIME_SCALE_ENV,
   scaled,
   timeScale,
@@ -7,10 +8,12 @@ import {
 } from '../../harness/time-scale';
 
 describe('the time scale', () => {
-  const before = process.env[TIME_SCALE_ENV];
+  const before = { scale: process.env[TIME_SCALE_ENV], derived: process.env[TIME_SCALE_DERIVED_ENV] };
   afterEach(() => {
-    if (before === undefined) delete process.env[TIME_SCALE_ENV];
-    else process.env[TIME_SCALE_ENV] = before;
+    if (before.scale === undefined) delete process.env[TIME_SCALE_ENV];
+    else process.env[TIME_SCALE_ENV] = before.scale;
+    if (before.derived === undefined) delete process.env[TIME_SCALE_DERIVED_ENV];
+    else process.env[TIME_SCALE_DERIVED_ENV] = before.derived;
   });
 
   it('is 1 up to one runnable process per core, then grows with the load per core, at most 4', () => {
@@ -23,6 +26,7 @@ describe('the time scale', () => {
 
   it('multiplies every bound by ARO_TEST_TIME_SCALE, 1 when unset', () => {
     delete process.env[TIME_SCALE_ENV];
+    delete process.env[TIME_SCALE_DERIVED_ENV];
     expect(scaled(30_000)).toBe(30_000);
     process.env[TIME_SCALE_ENV] = '2.5';
     expect(timeScale()).toBe(2.5);
@@ -36,6 +40,21 @@ describe('the time scale', () => {
     expect(process.env[TIME_SCALE_ENV]).toBe(String(timeScaleForLoad()));
     // A scale the user gave stays.
     expect(useTimeScaleForLoad('2')).toMatch(/\(set\)/);
+  });
+
+  it('follows the load up, never down, when derived; stays as given when set', () => {
+    // Derived at the run's start from a low load (the hog and the install had not raised it yet).
+    process.env[TIME_SCALE_ENV] = '1.9';
+    process.env[TIME_SCALE_DERIVED_ENV] = '1';
+    expect(timeScale(12, 2)).toBe(3.5);
+    expect(timeScale(2, 2)).toBe(1.9);
+    // A worker's setup meeting the run's derived value keeps it derived.
+    useTimeScaleForLoad();
+    expect(process.env[TIME_SCALE_DERIVED_ENV]).toBe('1');
+    expect(timeScale(40, 2)).toBe(4);
+    // A value the user gave is the scale, whatever the load.
+    useTimeScaleForLoad('1.9');
+    expect(timeScale(12, 2)).toBe(1.9);
   });
 
   it('refuses a value that is not a number of at least 1, naming the variable', () => {
