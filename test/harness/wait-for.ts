@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TIME_SCALE_ENV, scaled, timeScale } from './time-scale';
+import { TIME_SCALE_ENV, timeScale } from './time-scale';
 
 export interface WaitForOptions {
   /**
@@ -22,7 +22,9 @@ export async function waitFor<T>(
   condition: () => T | Promise<T>,
   options: WaitForOptions,
 ): Promise<NonNullable<T>> {
-  const timeoutMs = scaled(options.timeoutMs ?? 30_000);
+  // The scale now (it follows the load up): the one this bound uses, and the one its timeout names.
+  const scale = timeScale();
+  const timeoutMs = Math.round((options.timeoutMs ?? 30_000) * scale);
   const intervalMs = options.intervalMs ?? 100;
   const deadline = Date.now() + timeoutMs;
   let lastResult: unknown;
@@ -45,9 +47,9 @@ export async function waitFor<T>(
         lastError !== undefined
           ? `the last poll threw: ${describeError(lastError)}`
           : `the last poll returned ${JSON.stringify(lastResult)}`;
-      const scale = timeScale() === 1 ? '' : ` (${TIME_SCALE_ENV}=${timeScale()})`;
+      const scaleNote = scale === 1 ? '' : ` (${TIME_SCALE_ENV}=${scale})`;
       throw new Error(
-        `Timed out after ${timeoutMs} ms${scale} (${polls} polls) waiting for ${options.description}; ${seen}`,
+        `Timed out after ${timeoutMs} ms${scaleNote} (${polls} polls) waiting for ${options.description}; ${seen}`,
       );
     }
     await sleep(Math.min(intervalMs, Math.max(0, deadline - Date.now())));

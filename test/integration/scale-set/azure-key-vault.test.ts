@@ -21,7 +21,7 @@ import { ConnectProxy, startConnectProxy } from '../actions/support';
 import {
   ScaleSetFixture,
   live,
-  runnerPodTemplate,
+  autoscalingRunnerSet,
   scaleSetSuite,
   uniqueName,
   waitForRunners,
@@ -70,23 +70,14 @@ describe('AutoscalingRunnerSet with its GitHub config in Azure Key Vault', () =>
   }
 
   function vaultScaleSet(name: string, key: string, proxied: boolean): AutoscalingRunnerSet {
-    return {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'AutoscalingRunnerSet',
-      metadata: { name, namespace: f.namespace },
-      spec: {
-        githubConfigUrl: f.configUrl,
-        githubConfigSecret: key,
-        vaultConfig: {
-          type: 'azure_key_vault',
-          azureKeyVault: vault.config,
-          ...(proxied ? { proxy: { https: { url: proxy.url } } } : {}),
-        },
-        maxRunners: 2,
-        minRunners: 0,
-        template: { spec: runnerPodTemplate() },
+    return autoscalingRunnerSet(f, name, 2, {
+      githubConfigSecret: key,
+      vaultConfig: {
+        type: 'azure_key_vault',
+        azureKeyVault: vault.config,
+        ...(proxied ? { proxy: { https: { url: proxy.url } } } : {}),
       },
-    };
+    });
   }
 
   const readArs = (name: string) => f.read<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, name);

@@ -109,11 +109,15 @@ export function runnerPodTemplate(): EphemeralRunnerSpec['spec'] {
   };
 }
 
-/** An AutoscalingRunnerSet on the fixture's namespace, simulator and GitHub secret, 0..`maxRunners`. */
+/**
+ * An AutoscalingRunnerSet on the fixture's namespace, simulator and GitHub secret, 0..`maxRunners`;
+ * `spec` adds or replaces fields (a vault, a scale-set name).
+ */
 export function autoscalingRunnerSet(
   fixture: Pick<ScaleSetFixture, 'namespace' | 'configUrl'>,
   name: string,
   maxRunners = 5,
+  spec: Partial<AutoscalingRunnerSet['spec']> = {},
 ): AutoscalingRunnerSet {
   return {
     apiVersion: 'actions.github.com/v1alpha1',
@@ -125,6 +129,7 @@ export function autoscalingRunnerSet(
       maxRunners,
       minRunners: 0,
       template: { spec: runnerPodTemplate() },
+      ...spec,
     },
   };
 }

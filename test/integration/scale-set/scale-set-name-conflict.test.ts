@@ -10,7 +10,7 @@ import {
 } from '@aro/api';
 import { EventKind } from '@aro/kube';
 import { waitFor } from '../../harness';
-import { GITHUB_SECRET, ScaleSetFixture, runnerPodTemplate, scaleSetSuite, uniqueName } from './fixture';
+import { ScaleSetFixture, autoscalingRunnerSet, scaleSetSuite, uniqueName } from './fixture';
 
 jest.setTimeout(180_000);
 
@@ -26,19 +26,7 @@ describe('Two AutoscalingRunnerSets resolving to one scale set', () => {
   let f: ScaleSetFixture;
 
   function newScaleSet(name: string, scaleSetName: string): AutoscalingRunnerSet {
-    return {
-      apiVersion: 'actions.github.com/v1alpha1',
-      kind: 'AutoscalingRunnerSet',
-      metadata: { name, namespace: f.namespace },
-      spec: {
-        githubConfigUrl: f.configUrl,
-        githubConfigSecret: GITHUB_SECRET,
-        runnerScaleSetName: scaleSetName,
-        maxRunners: 2,
-        minRunners: 0,
-        template: { spec: runnerPodTemplate() },
-      },
-    };
+    return autoscalingRunnerSet(f, name, 2, { runnerScaleSetName: scaleSetName });
   }
 
   const readArs = (name: string) => f.read<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, name);
