@@ -1,12 +1,23 @@
-import { X509Certificate, createPrivateKey, generateKeyPair, randomBytes } from 'node:crypto';
+import {
+  type KeyObject,
+  X509Certificate,
+  constants,
+  createPrivateKey,
+  generateKeyPair,
+  privateEncrypt,
+  randomBytes,
+} from 'node:crypto';
 import { promisify } from 'node:util';
 import forge from 'node-forge';
 
 /*
  * The eviction webhook's own certificate authority and serving certificate. Node's crypto makes keys
- * and reads certificates but cannot sign one, so node-forge (pinned, README "Why these pins") builds
- * and signs the X.509; the RSA keys themselves come from Node's crypto (native, in the thread pool,
- * rather than forge's seconds of JavaScript on the event loop).
+ * and reads certificates but cannot build one, so node-forge (pinned, README "Why these pins") builds
+ * the X.509 structure and its digest; every RSA operation is Node's: the keys are made in the thread
+ * pool and the signature natively (`rsaSigner`), rather than in forge's big-integer JavaScript, which
+ * takes seconds to make a key and 25-50 ms per signature on the event loop, and 1.4-2 s per signature
+ * inside Jest's vm context, where each global lookup of its inner loop is slow (that made the unit
+ * spec's hook overrun its bound on a loaded machine: docs/testing.md).
  */
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -46,15 +57,15 @@ export async function issueAuthority(
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+  signWith(cert, keys.privateKey);
+  return { cert: forge.pki.certificateToPem(cert), key: privateKeyPem(keys.privateKey) };
 }
 
 /** A serving certificate for `hosts`, signed by `authority`. */
 export async function issueServingCertificate(authority: PemPair, options: IssueOptions): Promise<PemPair> {
   if (options.hosts.length === 0) throw new Error('a serving certificate needs at least one host name');
   const caCert = forge.pki.certificateFromPem(authority.cert);
-  const caKey = forge.pki.privateKeyFromPem(authority.key);
+  const caKey = createPrivateKey(authority.key);
   const keys = await rsaKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
@@ -70,8 +81,8 @@ export async function issueServingCertificate(authority: PemPair, options: Issue
     // The API server checks the name it dials against these, never the common name.
     { name: 'subjectAltName', altNames: options.hosts.map((value) => ({ type: 2, value })) },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+  signWith(cert, caKey);
+  return { cert: forge.pki.certificateToPem(cert), key: privateKeyPem(keys.privateKey) };
 }
 
 /** Each certificate of a PEM bundle, in order. */
@@ -129,19 +140,40 @@ function keyMatches(pair: PemPair): boolean {
 const generateRsaKeyPair = promisify(generateKeyPair);
 
 /** Off the event loop: a renewal must not stall the reviews and reconciles of a busy controller. */
-async function rsaKeyPair(): Promise<{
-  publicKey: forge.pki.rsa.PublicKey;
-  privateKey: forge.pki.rsa.PrivateKey;
-}> {
-  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
-  return {
-    publicKey: forge.pki.publicKeyFromPem(publicKey) as forge.pki.rsa.PublicKey,
-    privateKey: forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey,
+async function rsaKeyPair(): Promise<{ publicKey: forge.pki.rsa.PublicKey; privateKey: KeyObject }> {
+  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', { modulusLength: 2048 });
+  // forge needs the public key as its own object to write the SubjectPublicKeyInfo; reading it does
+  // no big-integer arithmetic beyond decoding the modulus.
+  const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  return { publicKey: forge.pki.publicKeyFromPem(publicPem) as forge.pki.rsa.PublicKey, privateKey };
+}
+
+/** PKCS#1 (`RSA PRIVATE KEY`), the form the webhook's Secrets have always held. */
+function privateKeyPem(key: KeyObject): string {
+  return key.export({ type: 'pkcs1', format: 'pem' }).toString();
+}
+
+/**
+ * RFC 8017 section 9.2, note 1: the DER DigestInfo of a SHA-256 digest is this prefix and the 32-byte
+ * digest; padded with EMSA-PKCS1-v1_5 and raised to the private exponent, it is the sha256WithRSA
+ * signature an X.509 verifier checks.
+ */
+const SHA256_DIGEST_INFO_PREFIX = Buffer.from('3031300d060960864801650304020105000420', 'hex');
+
+/**
+ * Signs `cert` with SHA-256 and RSA: forge writes the TBSCertificate and digests it, then hands the
+ * digest to the key's `sign`, the one step done here by Node (privateEncrypt with PKCS#1 v1.5 padding
+ * is RSASSA-PKCS1-v1_5 on a DigestInfo). forge's type asks for its own private key; only `sign` is read.
+ */
+function signWith(cert: forge.pki.Certificate, key: KeyObject): void {
+  const rsaSigner = {
+    sign: (md: forge.md.MessageDigest): string => {
+      const digest = Buffer.from(md.digest().getBytes(), 'binary');
+      const digestInfo = Buffer.concat([SHA256_DIGEST_INFO_PREFIX, digest]);
+      return privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, digestInfo).toString('binary');
+    },
   };
+  cert.sign(rsaSigner as unknown as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
 }
 
 /** A positive 128-bit serial (the leading byte's top bit clear, so DER reads it as positive). */
