@@ -19,6 +19,9 @@ export type FakeAnswer =
 
 export type FakeHandler = (req: RecordedRequest) => FakeAnswer | Promise<FakeAnswer>;
 
+/** A path the server answers itself with 204 and does not record: see `caughtUp`. */
+const CAUGHT_UP_PATH = '/_fake/caught-up';
+
 export function adminJwt(expSeconds: number): string {
   const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
   return `${part({ alg: 'none', typ: 'JWT' })}.${part({ exp: expSeconds, iss: 'fake' })}.c2ln`;
@@ -60,6 +63,20 @@ export class FakeGitHub {
     return this.requests.filter((r) => r.method === method && r.path.endsWith(pathSuffix)).length;
   }
 
+  /**
+   * Resolves once the server has answered a request sent now. A client's timeout is a timer and this
+   * server's accept is I/O in the same process: after the event loop stalls (a loaded machine), Node
+   * runs the timers first, so a client can give up before the server has read a request it already
+   * wrote. A request sent after the client gave up and answered here is evidence the server had its
+   * turn for everything written before it, so `count` read afterwards is final. Not recorded, so it
+   * changes no count.
+   */
+  async caughtUp(): Promise<void> {
+    const res = await fetch(`${this.url}${CAUGHT_UP_PATH}`, { signal: AbortSignal.timeout(10_000) });
+    await res.arrayBuffer();
+    if (res.status !== 204) throw new Error(`the fake's caught-up marker answered ${res.status}`);
+  }
+
   /** Admin tokens issued so far. */
   get adminTokensIssued(): number {
     return this.adminTokenSerial;
@@ -75,6 +92,10 @@ export class FakeGitHub {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', this.url);
+    if (url.pathname === CAUGHT_UP_PATH) {
+      res.writeHead(204).end();
+      return;
+    }
     const rec: RecordedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
