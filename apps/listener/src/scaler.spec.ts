@@ -1,4 +1,4 @@
-import type { ResourceKind } from '@aro/api';
+import { Annotations, type ResourceKind } from '@aro/api';
 import { KubeApiError, type KubeObject } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
 import { PatchClient, Scaler } from './scaler';
@@ -6,6 +6,7 @@ import { PatchClient, Scaler } from './scaler';
 /** A fake apiserver holding one EphemeralRunnerSet spec, applying merge patches as the real one does. */
 class FakeErs implements PatchClient {
   spec: Record<string, unknown> = { replicas: 0, patchID: 0 };
+  annotations: Record<string, string> = {};
   failNext = 0;
 
   mergePatch<T extends KubeObject>(_k: ResourceKind, _ns: string, _n: string, patch: object): Promise<T> {
@@ -13,7 +14,16 @@ class FakeErs implements PatchClient {
       this.failNext--;
       return Promise.reject(new KubeApiError(500, { verb: 'patch', kind: _k, namespace: _ns, name: _n }));
     }
-    this.spec = { ...this.spec, ...(patch as { spec: Record<string, unknown> }).spec };
+    const { spec, metadata } = patch as {
+      spec?: Record<string, unknown>;
+      metadata?: { annotations?: Record<string, string | null> };
+    };
+    this.spec = { ...this.spec, ...spec };
+    // A merge patch's null removes the key.
+    for (const [k, v] of Object.entries(metadata?.annotations ?? {})) {
+      if (v === null) delete this.annotations[k];
+      else this.annotations[k] = v;
+    }
     return Promise.resolve({} as T);
   }
 
@@ -65,6 +75,26 @@ describe('Scaler', () => {
     expect(s.decide(0)).toEqual({ replicas: 0, patchID: 2 });
     // The event is consumed by that decision.
     expect(s.decide(0)).toEqual({ replicas: 0, patchID: 0 });
+  });
+
+  it('names the runners of completed jobs on the next patch written, once, and keeps them through a failed write', async () => {
+    const { s, ers } = scaler(0, 10);
+    await s.setDesired(2);
+    expect(ers.annotations[Annotations.completedRunners]).toBeUndefined();
+
+    s.markJobEvent('runner-a');
+    s.markJobEvent('runner-b');
+    ers.failNext = 1;
+    await expect(s.setDesired(1)).rejects.toThrow();
+    await s.flushPending();
+    // The patch whose count left their jobs out names them.
+    expect(ers.spec.replicas).toBe(1);
+    expect(ers.annotations[Annotations.completedRunners]).toBe('runner-a,runner-b');
+
+    // The next patch names none: the annotation is cleared, so no later count claims them.
+    s.markJobEvent();
+    await s.setDesired(2);
+    expect(ers.annotations[Annotations.completedRunners]).toBeUndefined();
   });
 
   it('wraps the sequence after MaxInt32 to 1, never to 0 (which means converge)', () => {

@@ -35,6 +35,8 @@ export interface ScalePatch {
 }
 
 const MAX_INT32 = 2 ** 31 - 1;
+/** Runner names one patch carries; about 4 KiB of annotation at most. */
+const MAX_NAMED_RUNNERS = 100;
 
 /**
  * Turns the service's count of assigned jobs into the EphemeralRunnerSet's `spec.replicas` and
@@ -55,6 +57,12 @@ export class Scaler {
   private pending: ScalePatch | undefined;
   /** The scale set ID last reported missing on the EphemeralRunnerSet. */
   private reportedMissing: number | undefined;
+  /**
+   * Runners whose JobCompleted was read since the last successful write: named on the next patch, so
+   * the controller knows their jobs are out of its count and replaces them at once when they end,
+   * instead of holding their slots for a job it cannot tell apart from one the count still holds.
+   */
+  private readonly completedRunners = new Set<string>();
 
   constructor(
     private readonly client: PatchClient,
@@ -90,9 +98,13 @@ export class Scaler {
     });
   }
 
-  /** A job started or completed since the last decision: the next one must not force convergence. */
-  markJobEvent(): void {
+  /**
+   * A job started or completed since the last decision: the next one must not force convergence. A
+   * completed job's runner is named with the next patch written (see {@link Annotations.completedRunners}).
+   */
+  markJobEvent(completedRunner?: string): void {
     this.dirty = true;
+    if (completedRunner) this.completedRunners.add(completedRunner);
   }
 
   /** The next patch for `assignedJobs`; advances the sequence (pure apart from that, for the tests). */
@@ -130,11 +142,20 @@ export class Scaler {
 
   private async write(patch: ScalePatch, assignedJobs: number | undefined): Promise<void> {
     const { namespace, name } = this.o;
-    // Both fields always, as upstream (its merge patch is computed against -1/-1), so the controller
-    // never sees one without the other.
+    // The names ride on the patch that has their jobs out of its count (no write of their own); at most
+    // MAX_NAMED_RUNNERS a patch keeps the annotation small, and the rest go with the next one (until
+    // then the controller holds their slots for a few seconds at most). null clears an earlier list,
+    // so the annotation never names runners for a later count.
+    const named = [...this.completedRunners].slice(0, MAX_NAMED_RUNNERS);
+    // Both spec fields always, as upstream (its merge patch is computed against -1/-1), so the
+    // controller never sees one without the other.
     await this.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
+      metadata: {
+        annotations: { [Annotations.completedRunners]: named.length > 0 ? named.join(',') : null },
+      },
       spec: { replicas: patch.replicas, patchID: patch.patchID },
     });
+    for (const runner of named) this.completedRunners.delete(runner);
     if (this.pending === patch) this.pending = undefined;
     this.o.onDesired?.(patch.replicas);
     this.o.logger.info('Scaled the EphemeralRunnerSet', {

@@ -53,7 +53,7 @@ export class EphemeralRunnerSetScaling implements ScalingPort {
     }
     for (const job of completed) {
       this.o.gha.recordJobCompleted(job);
-      this.o.scaler.markJobEvent();
+      this.o.scaler.markJobEvent(job.runnerName);
     }
   }
 

@@ -257,6 +257,58 @@ describe('EphemeralRunnerSet controller', () => {
     await waitForRunners(f, name, (r) => live(r).length === 2, 'a new runner for the new patch');
   });
 
+  /**
+   * A job the listener counted after another job completed, whose runner exits only after the
+   * listener's patch arrived: the order a loaded machine gives (the listener's answer to JobCompleted
+   * is faster than the runner's exit, the kubelet's report and a status write). The set used to hold
+   * the finished runner's slot, or take the patch as acted on, until the listener's next patch: its
+   * idle poll, ~50 s later. `named` is ARO's listener (it names the runner whose job completed);
+   * without it, upstream's listener.
+   */
+  async function jobAfterAnotherCompleted(named: boolean): Promise<number> {
+    const { name } = await newSet();
+    await f.scale(name, 2, 1);
+    const [a, b] = (await startRunners(name, 2)).map((r) => r.metadata!.name!);
+    const jobA = suite.sim.startJob(a, { displayName: 'build' });
+    const jobB = suite.sim.startJob(b, { displayName: 'build' });
+    await f.reportJobStarted(a, jobA.jobId);
+    await f.reportJobStarted(b, jobB.jobId);
+
+    // A's job completes and a new one is assigned: still two jobs, one of them without a runner.
+    suite.sim.completeJob(jobA.jobId, 'succeeded');
+    await f.kube.mergePatch(EphemeralRunnerSetKind, f.namespace, name, {
+      metadata: { annotations: { [Annotations.completedRunners]: named ? a : null } },
+      spec: { replicas: 2, patchID: 2 },
+    });
+    // The set has looked at the patch (its status counts both runners, A still running).
+    await waitFor(async () => (await f.runnerSet(name))?.status?.currentReplicas === 2, {
+      description: 'the set counting A and B under the new patch',
+    });
+
+    // Then A's runner exits.
+    const exitedAt = Date.now();
+    suite.sim.runnerExited(a, 0);
+    await runnerContainerTerminated(f.namespace, a, 0, { phase: 'Succeeded' });
+    await waitFor(
+      async () => live(await f.runners(name)).some((r) => ![a, b].includes(r.metadata?.name ?? '')),
+      {
+        description: "a runner for the new job, well before the listener's next idle poll",
+        timeoutMs: 15_000,
+      },
+    );
+    return Date.now() - exitedAt;
+  }
+
+  it("gives a job the listener counted after another completed a runner at once, when that job's runner exits after the patch (ARO's listener names it)", async () => {
+    const tookMs = await jobAfterAnotherCompleted(true);
+    console.log(`A runner for the new job ${tookMs} ms after the finished runner exited (named)`);
+  });
+
+  it("gives that job a runner within seconds also when the listener does not name the finished runner (upstream's listener)", async () => {
+    const tookMs = await jobAfterAnotherCompleted(false);
+    console.log(`A runner for the new job ${tookMs} ms after the finished runner exited (not named)`);
+  });
+
   it('stops creating runners once one is Outdated, with phase and condition, and resumes on a new spec (#4600)', async () => {
     const { name } = await newSet();
     await f.scale(name, 2, 1);

@@ -27,6 +27,7 @@ import {
   ControllerAppOptions,
 } from '../../../apps/controller/src/controller-app.module';
 import { createTestNamespace, testKubeConfig } from '../../harness';
+import { scaled } from '../../harness/time-scale';
 import { simulatorSuite, type SimulatorSuite } from '../simulator-suite';
 
 export const GITHUB_SECRET = 'github-config-secret';
@@ -191,6 +192,9 @@ export async function startScaleSetFixture(
         failedRunnerBackoffBaseMs: 100,
         failedRunnerBackoffMaxMs: 1_000,
         deletionPollMs: 200,
+        // The product's 3 s, at the run's time scale: a test's own "listener" answers a JobCompleted
+        // within it on a loaded machine too (cost.test.ts's burst).
+        endedRunnerHoldMs: scaled(3_000),
         ...opts.runnerSet,
       }),
       autoscalingRunnerSet: defined({

@@ -71,6 +71,13 @@ export const Annotations = {
    * controller reports it on the listener's status (a shared listener has no pod to read).
    */
   listenerSession: 'actions.github.com/listener-session',
+  /**
+   * ARO, on an EphemeralRunnerSet, written by its listener in the same merge patch as
+   * `{replicas, patchID}`: the runners (comma-separated names) whose JobCompleted the listener had
+   * read when it computed that count, since its previous patch. Their jobs are not in the count, so
+   * the set need not hold a slot for them when they end after the patch arrives (runner-endings.ts).
+   */
+  completedRunners: 'actions.github.com/completed-runners',
   runnerSpecHash: 'actions.github.com/runner-spec-hash',
   /** Set by the Helm chart: a hash of the chart values the scale set was rendered from. */
   valuesHash: 'actions.github.com/values-hash',

@@ -89,9 +89,19 @@ function setup() {
       status: { phase, runnerId, ready: phase === EphemeralRunnerPhase.Running },
     } as EphemeralRunner);
   };
-  /** The listener's patch: `{replicas, patchID}` on the set's spec. */
-  const listenerPatch = (replicas: number, patchID: number) =>
-    kube.mergePatch(EphemeralRunnerSetKind, NS, SET, { spec: { replicas, patchID } });
+  /**
+   * The listener's patch: `{replicas, patchID}` on the set's spec and, as ARO's listener writes it, the
+   * runners whose JobCompleted it had read since its previous patch (upstream's listener names none).
+   */
+  const listenerPatch = (replicas: number, patchID: number, completedRunners: string[] = []) =>
+    kube.mergePatch(EphemeralRunnerSetKind, NS, SET, {
+      metadata: {
+        annotations: {
+          [Annotations.completedRunners]: completedRunners.length > 0 ? completedRunners.join(',') : null,
+        },
+      },
+      spec: { replicas, patchID },
+    });
   const reconcile = () =>
     reconciler.reconcile(
       { namespace: NS, name: SET },
@@ -125,6 +135,7 @@ function setup() {
     clock,
     kube,
     actions,
+    reconciler,
     runner,
     listenerPatch,
     reconcile,
@@ -223,6 +234,66 @@ describe('EphemeralRunnerSetReconciler and the listener patch protocol', () => {
 
     expect(await s.runners()).toHaveLength(10);
     expect(await s.names()).toEqual(expect.arrayContaining(busy.slice(1)));
+  });
+
+  it('a job the listener counted after another ended gets its runner at once when that runner exits late (the listener named it)', async () => {
+    const s = setup();
+    const busy = await busyRunners(s, 10);
+    // busy-0's job completed and a new job was assigned: the listener's count is still ten, and it
+    // names busy-0 as done. Its runner is slower than the listener: still Running at the next pass.
+    await s.listenerPatch(10, 3, [busy[0]]);
+    await s.setEvent();
+    await s.reconcile();
+    expect(await s.runners()).toHaveLength(10);
+
+    await s.runnerFinishes(busy[0]);
+    await s.reconcile();
+
+    // The new job's runner is made in that pass: the slot was not held for a job already left out.
+    expect(await s.runners()).toHaveLength(10);
+    expect(await s.names()).not.toContain(busy[0]);
+  });
+
+  it('a runner that ended under a patch the listener has not answered holds its slot for a few seconds only, then the job gets its runner', async () => {
+    const s = setup();
+    const busy = await busyRunners(s, 10);
+    // The same order with a listener that names no runners (upstream's): the set cannot tell whether
+    // the count included busy-0's job, so it holds the slot for the listener's answer, briefly.
+    await s.listenerPatch(10, 3);
+    await s.setEvent();
+    await s.reconcile();
+    await s.runnerFinishes(busy[0]);
+
+    const held = await s.reconcile();
+    expect(await s.runners()).toHaveLength(9);
+    // The pass asks to look again when the hold lapses, so no other event is needed to end it.
+    expect(held.requeueAfterMs).toBeGreaterThan(0);
+    expect(held.requeueAfterMs).toBeLessThanOrEqual(3_000);
+
+    s.clock.now += held.requeueAfterMs!;
+    await s.reconcile();
+    // Before, the slot stayed held until the listener's next patch: its idle poll, ~50 s later.
+    expect(await s.runners()).toHaveLength(10);
+  });
+
+  it('an idle runner lost without a job is replaced once under the standing patch, not twice', async () => {
+    const s = setup();
+    threeIdleRunners(s);
+    await s.listenerPatch(3, 4);
+    await s.setEvent();
+    await s.reconcile();
+    expect(await s.runners()).toHaveLength(3);
+
+    // Someone deletes an idle runner: it served no job, so it holds no slot.
+    const gone = await s.kube.get<EphemeralRunner>(EphemeralRunnerKind, NS, 'idle-a');
+    await s.kube.delete(EphemeralRunnerKind, NS, 'idle-a');
+    s.reconciler.watchPredicates.runner.delete?.(gone);
+    await s.reconcile();
+    expect(await s.runners()).toHaveLength(3);
+    // Later passes under the same patch (any runner's event wakes one) find the count met.
+    await s.reconcile();
+    await s.reconcile();
+    expect(await s.runners()).toHaveLength(3);
   });
 
   it('after a listener restart its patch IDs start again from 0 and are still obeyed', async () => {

@@ -30,6 +30,12 @@ export interface EphemeralRunnerSetReconcilerOptions {
   deletionPollMs?: number;
   /** Deadline of one Actions service call. */
   actionsCallTimeoutMs?: number;
+  /**
+   * How long a runner that ended after a job under the standing listener patch keeps its slot, unless
+   * the listener reported its job completed (see RunnerEndings): the listener's answer to the
+   * JobCompleted normally arrives well within it.
+   */
+  endedRunnerHoldMs?: number;
   /** Whether to publish the gha_controller_*_ephemeral_runners gauges (upstream: metrics address not "0"). */
   publishMetrics?: boolean;
 }
@@ -56,13 +62,6 @@ export interface RunnerSetContext extends ScaleSetPorts<EphemeralRunnerSetMetric
   expectations: Expectations;
   /** Per set: the replacement of Failed runners (and of idle runners let go for a new spec). */
   failureBackoff: KeyedStore<FailureBackoff>;
-  /**
-   * Per set: the last listener patch a pass acted on. A patch that created runners is also on them
-   * (their patch-id annotation); one that found the count already met created none, and without this a
-   * later pass would act on it again and replace a runner that finished since under a count that
-   * still included its job (the "51st runner" of a burst of 50).
-   */
-  actedPatchIds: KeyedStore<number>;
   /** Per set: the runners that ended after a job since its listener patch arrived (watch events). */
   endings: RunnerEndings;
   /** Runner deletions already issued, by this controller or the runners' own (shared with it in the app). */
@@ -74,12 +73,12 @@ export function runnerSetContext(
   options: EphemeralRunnerSetReconcilerOptions,
 ): RunnerSetContext {
   const ports = scaleSetPorts(deps);
+  const endedRunnerHoldMs = options.endedRunnerHoldMs ?? 3_000;
   return {
     ...ports,
     expectations: new Expectations(30_000, ports.now, ports.memory.slot('expectations')),
     failureBackoff: ports.memory.slot('failed-runner backoff'),
-    actedPatchIds: ports.memory.slot('acted patch ID'),
-    endings: new RunnerEndings(ports.memory.slot('patch standing')),
+    endings: new RunnerEndings(ports.memory.slot('patch standing'), ports.now, endedRunnerHoldMs),
     deletions: deps.deletions ?? new IssuedDeletions(30_000, ports.now),
     opts: {
       excludeLabelPropagationPrefixes: options.excludeLabelPropagationPrefixes ?? [],
@@ -88,6 +87,7 @@ export function runnerSetContext(
       deletionPollMs: options.deletionPollMs ?? 5_000,
       actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
       publishMetrics: options.publishMetrics ?? true,
+      endedRunnerHoldMs,
     },
   };
 }

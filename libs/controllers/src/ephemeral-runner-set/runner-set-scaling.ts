@@ -1,5 +1,5 @@
 import { EphemeralRunner, EphemeralRunnerKind, ScaleSetReasons } from '@aro/api';
-import { Result, exponentialBackoffMs, done, requeueAfter } from '@aro/kube';
+import { Result, exponentialBackoffMs, done, requeueAfter, sooner } from '@aro/kube';
 import { buildEphemeralRunner } from './runner-set-resources';
 import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
@@ -9,7 +9,7 @@ export class RunnerSetScaling {
   constructor(
     private readonly ctx: Pick<
       RunnerSetContext,
-      'client' | 'events' | 'expectations' | 'failureBackoff' | 'actedPatchIds' | 'endings' | 'now' | 'opts'
+      'client' | 'events' | 'expectations' | 'failureBackoff' | 'endings' | 'now' | 'opts'
     >,
     private readonly removal: RunnerRemoval,
   ) {}
@@ -33,34 +33,39 @@ export class RunnerSetScaling {
     const total = states.pending.length + states.running.length;
     const replicas = Math.max(0, set.spec.replicas ?? 0);
     const patchId = set.spec.patchID ?? 0;
-    // A patch is acted on once: by the runners it created (their patch-id), or, when it created none,
-    // by this controller's memory of it. The listener's count behind it included the jobs running then;
-    // a runner finishing after that pass is not replaced until the listener writes a new count.
-    const newPatch =
-      patchId === 0 || (patchId !== states.latestPatchId && patchId !== this.ctx.actedPatchIds.get(key));
+    // Upstream's rule: a patch is new until a runner carries its ID, so a patch whose count was met by
+    // runners that then end (their jobs completed before the listener computed it) still makes the
+    // runners it asks for once they are gone. What keeps a runner whose job the patch did count from
+    // being replaced is the held slot below, not a memory of patches acted on: such a memory left a
+    // job the listener had just counted without a runner until its next idle poll (~50 s).
+    const newPatch = patchId === 0 || patchId !== states.latestPatchId;
     const backoff = this.ctx.failureBackoff.get(key);
     let toCreate = 0;
     if (newPatch) {
-      // Runners that ended after a job since the patch arrived: it counted their jobs (see RunnerEndings).
+      // Runners that ended after a job since the patch arrived, whose jobs it may have counted (see
+      // RunnerEndings): their slots are held for a few seconds, and the pass looks again when they lapse.
       const live = new Set([...states.pending, ...states.running].map((r) => r.metadata?.name ?? ''));
-      const held = this.ctx.endings.heldFor(key, patchId, live);
+      const { held, releaseInMs } = this.ctx.endings.heldFor(key, patchId, live);
       if (held > 0 && replicas > total) {
-        log.debug('Runners that ended since the patch arrived still hold their slots', { held, patchId });
+        log.debug('Runners that ended since the patch arrived still hold their slots', {
+          held,
+          patchId,
+          releaseInMs,
+        });
+        result = sooner(result, requeueAfter(releaseInMs));
       }
       toCreate = replicas - total - held;
       if (backoff) backoff.owed = 0;
     } else if (backoff && backoff.owed > 0) {
       toCreate = Math.min(backoff.owed, replicas - total);
     }
-    let heldBack = false;
     if (toCreate > 0 && backoff && this.ctx.now() < backoff.notBefore) {
       log.info('Holding back new runners after Failed ones', {
         failuresInARow: backoff.failuresInARow,
         waitMs: backoff.notBefore - this.ctx.now(),
       });
-      result = requeueAfter(backoff.notBefore - this.ctx.now());
+      result = sooner(result, requeueAfter(backoff.notBefore - this.ctx.now()));
       toCreate = 0;
-      heldBack = true;
     }
     if (toCreate > 0) {
       await this.createRunners(pass, toCreate);
@@ -68,7 +73,6 @@ export class RunnerSetScaling {
     } else if (newPatch && patchId === 0 && total > replicas) {
       await this.removal.deleteIdleRunners(pass, total - replicas);
     }
-    if (newPatch && patchId !== 0 && !heldBack) this.ctx.actedPatchIds.set(key, patchId);
 
     return result;
   }
