@@ -10,10 +10,9 @@ import {
 } from 'prom-client';
 
 /**
- * The registry /metrics serves. It is prom-client's global one, which is also what
- * @willsoto/nestjs-prometheus exposes, so metrics made anywhere in the process show up without
- * wiring. Classes that own metrics take a registry option defaulting to this, so tests can give each
- * instance a registry of its own.
+ * prom-client's global registry, for code outside an app (a bench, a one-off script). An app's
+ * metrics live in the registry its ObservabilityModule provides, which is what its /metrics serves;
+ * classes that own metrics take a registry option, so tests give each instance a registry of its own.
  */
 export function metricsRegistry(): Registry {
   return register;

@@ -1,3 +1,5 @@
+import { PrometheusModule } from '@willsoto/nestjs-prometheus';
+import { register } from 'prom-client';
 import type { V1Lease } from '@kubernetes/client-node';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MultiClient } from '@aro/actions';
@@ -64,6 +66,10 @@ describe('The controller app', () => {
     expect(metrics).toMatch(/leader_election_master_status\{name="aro-controller"\} 1/);
     expect(metrics).toContain('aro_runner_unregistration_queue_depth');
     expect(metrics).toContain('nodejs_heap_size_total_bytes');
+    // The route is @willsoto/nestjs-prometheus's, in the app's module graph, answering from the app's
+    // registry (prom-client's global one holds none of these series).
+    expect(app.app.get(PrometheusModule, { strict: false })).toBeInstanceOf(PrometheusModule);
+    expect(await register.metrics()).not.toContain('controller_runtime_reconcile_total');
   });
 
   it('fails /healthz when a part of the manager died, naming it, so the kubelet restarts the process', async () => {
