@@ -231,6 +231,13 @@ function route(
       return sim.setTokenLifetimes(obj(body));
     case method === 'PUT' && a === 'timing' && segs.length === 1:
       return sim.setTiming(obj(body));
+    case method === 'PUT' && a === 'scaleset-labels' && segs.length === 1: {
+      const mode = str(obj(body), 'extraLabels');
+      if (mode !== 'kept' && mode !== 'ignored')
+        throw new AdminError(400, '"extraLabels" must be kept or ignored');
+      sim.setExtraScaleSetLabels(mode);
+      return { extraLabels: mode };
+    }
     case method === 'POST' && a === 'clock' && b === 'advance' && segs.length === 2: {
       const ms = obj(body).ms;
       if (typeof ms !== 'number') throw new AdminError(400, '"ms" must be a number');

@@ -226,6 +226,14 @@ export class RunningSimulator {
     this.actions.scaleSets.delete(view.tenantId, id);
   }
 
+  /**
+   * Answers scale set labels as GHES before 3.18 does (`ignored`: only the name label is kept, the
+   * others dropped without an error) or as the current service does (every label kept).
+   */
+  setExtraScaleSetLabels(mode: 'kept' | 'ignored'): void {
+    this.actions.scaleSets.extraLabelsIgnored = mode === 'ignored';
+  }
+
   setTokenLifetimes(lifetimes: Partial<TokenLifetimes>): TokenLifetimes {
     Object.assign(this.lifetimes, lifetimes);
     return { ...this.lifetimes };

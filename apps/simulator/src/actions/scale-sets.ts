@@ -11,6 +11,12 @@ import type { ActionsStore } from './store';
  * change which queued jobs fit where, so each one ends by dispatching the queue again.
  */
 export class ScaleSets {
+  /**
+   * GHES before 3.18 (or the service with its labels flag off) keeps only the scale set's name as its
+   * label and drops the others without an error, on create and on update alike.
+   */
+  extraLabelsIgnored = false;
+
   constructor(
     private readonly store: ActionsStore,
     private readonly sessions: Sessions,
@@ -97,7 +103,7 @@ export class ScaleSets {
       tenantId,
       name,
       runnerGroupId: groupId,
-      labels: normaliseLabels(body.labels, name),
+      labels: this.kept(normaliseLabels(body.labels, name), name),
       runnerSetting: isRecord(body.RunnerSetting) ? { ...body.RunnerSetting } : {},
       createdOn: this.store.iso(),
       maxCapacity: null,
@@ -137,10 +143,15 @@ export class ScaleSets {
     this.assertNameFree(tenantId, groupId, name, ss.id);
     ss.name = name;
     ss.runnerGroupId = groupId;
-    if (Array.isArray(body.labels) && body.labels.length > 0) ss.labels = normaliseLabels(body.labels, name);
+    if (Array.isArray(body.labels) && body.labels.length > 0)
+      ss.labels = this.kept(normaliseLabels(body.labels, name), name);
     if (isRecord(body.RunnerSetting)) ss.runnerSetting = { ...ss.runnerSetting, ...body.RunnerSetting };
     this.jobs.dispatchQueuedJobs();
     return this.store.scaleSetJson(ss);
+  }
+
+  private kept(labels: ScaleSetLabel[], name: string): ScaleSetLabel[] {
+    return this.extraLabelsIgnored ? [{ type: 'System', name }] : labels;
   }
 
   /** Drops the scale set with its runners and sessions; its unfinished jobs go back to the queue. */

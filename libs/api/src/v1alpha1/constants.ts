@@ -79,6 +79,12 @@ export const Annotations = {
    */
   completedRunners: 'actions.github.com/completed-runners',
   runnerSpecHash: 'actions.github.com/runner-spec-hash',
+  /**
+   * ARO, on an AutoscalingRunnerSet: the scale set's label names (lower case, sorted, comma-separated)
+   * as last sent to the Actions service, so that a pass compares the spec's labels with it and asks the
+   * service only when they changed.
+   */
+  runnerScaleSetLabels: 'actions.github.com/runner-scale-set-labels',
   /** Set by the Helm chart: a hash of the chart values the scale set was rendered from. */
   valuesHash: 'actions.github.com/values-hash',
   cleanupManagerRoleBinding: 'actions.github.com/cleanup-manager-role-binding',

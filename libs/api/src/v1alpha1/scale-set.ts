@@ -27,6 +27,11 @@ export const ScaleSetConditionTypes = {
   listenerRunning: 'ListenerRunning',
   /** AutoscalingRunnerSet: False with reason ListenerImageMissing when the controller has no listener image. */
   listenerConfigured: 'ListenerConfigured',
+  /**
+   * AutoscalingRunnerSet: False with reason ScaleSetLabelsRefused when the Actions service keeps other
+   * labels than the set asks for (GHES before 3.18 keeps only the name); set only once labels differed.
+   */
+  scaleSetLabelsCurrent: 'ScaleSetLabelsCurrent',
 } as const;
 
 /** Reasons of the conditions and Events of the scale-set controllers. */
@@ -38,6 +43,9 @@ export const ScaleSetReasons = {
   /** The Actions service answered that the scale set is gone (it deletes long-offline ones). */
   scaleSetRecreated: 'ScaleSetRecreated',
   scaleSetDeleted: 'ScaleSetDeleted',
+  /** The service answered a label update with other labels than were sent (it dropped some). */
+  scaleSetLabelsRefused: 'ScaleSetLabelsRefused',
+  scaleSetLabelsCurrent: 'ScaleSetLabelsCurrent',
   invalidCredentials: 'InvalidCredentials',
   /** The set's vault (vaultConfig) cannot serve its GitHub config: a missing key, a refused app, a bad field. */
   vaultFailure: 'VaultFailure',

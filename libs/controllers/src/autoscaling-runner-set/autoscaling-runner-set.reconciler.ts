@@ -58,7 +58,7 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
   ScaleSetContext
 > {
   private readonly status = new ScaleSetStatusWriter(this.ctx);
-  private readonly scaleSet = new ScaleSetSync(this.ctx);
+  private readonly scaleSet = new ScaleSetSync(this.ctx, this.status);
   private readonly listener = new ListenerSync(this.ctx, this.status);
   private readonly runnerSet = new RunnerSetSync(this.ctx, this.listener, this.status);
   private readonly finalizer = new ScaleSetFinalizer(this.ctx, this.listener, this.status);

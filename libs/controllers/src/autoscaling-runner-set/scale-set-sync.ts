@@ -1,5 +1,5 @@
 import { Annotations, AutoscalingRunnerSet, AutoscalingRunnerSetKind, ScaleSetReasons } from '@aro/api';
-import type { ActionsServiceClient } from '@aro/actions';
+import type { ActionsServiceClient, RunnerScaleSet } from '@aro/actions';
 import type { Logger } from '@aro/observability';
 import { runnerGroupName, scaleSetIdOf, scaleSetName } from './runner-scale-set-resources';
 import {
@@ -9,20 +9,27 @@ import {
   scaleSetById,
 } from './scale-set-registration';
 import { type ScaleSetContext } from './runner-scale-set-context';
+import { ScaleSetLabelsSync } from './scale-set-labels';
 import { ScaleSetMissingReports } from './scale-set-missing';
+import type { ScaleSetStatusWriter } from './scale-set-status';
 import { githubUrlLabels } from '../shared/scale-set-labels';
 
 export class ScaleSetSync {
   /** The listener's reports of a scale set gone from the service (scale-set-missing.ts). */
   private readonly missingReports: ScaleSetMissingReports;
+  private readonly labels: ScaleSetLabelsSync;
 
-  constructor(private readonly ctx: ScaleSetContext) {
+  constructor(
+    private readonly ctx: ScaleSetContext,
+    status: ScaleSetStatusWriter,
+  ) {
     this.missingReports = new ScaleSetMissingReports(ctx.memory.slot('missing reports checked'));
+    this.labels = new ScaleSetLabelsSync(ctx, status);
   }
 
   /**
    * Creates or adopts the scale set, checks now and then that the service still has it (and creates
-   * it again if not), and keeps its runner group and name equal to the spec.
+   * it again if not), and keeps its runner group, name and labels equal to the spec.
    */
   async reconcile(
     ars: AutoscalingRunnerSet,
@@ -34,6 +41,8 @@ export class ScaleSetSync {
     const namespace = ars.metadata?.namespace ?? '';
     const name = ars.metadata?.name ?? '';
     let id = scaleSetIdOf(ars);
+    // The scale set as the service answered it in this pass, when it was asked (labels compare with it).
+    let onService: RunnerScaleSet | undefined;
     if (
       id !== 0 &&
       (this.ctx.now() - (this.ctx.lastChecked.get(key) ?? 0) >= this.ctx.opts.scaleSetCheckIntervalMs ||
@@ -41,6 +50,7 @@ export class ScaleSetSync {
     ) {
       const found = await scaleSetById(await actions(), id, callSignal());
       this.ctx.lastChecked.set(key, this.ctx.now());
+      onService = found;
       if (!found) {
         log.warn('The Actions service no longer has the scale set; creating it again', { scaleSetId: id });
         this.ctx.events?.record(
@@ -83,7 +93,8 @@ export class ScaleSetSync {
           },
         },
       );
-      return { ars: updated, scaleSetId: scaleSet.id };
+      const labelled = await this.labels.reconcile(updated, scaleSet.id, scaleSet, actions, callSignal, log);
+      return { ars: labelled, scaleSetId: scaleSet.id };
     }
 
     const annotations = ars.metadata?.annotations ?? {};
@@ -127,6 +138,7 @@ export class ScaleSetSync {
         },
       );
     }
+    ars = await this.labels.reconcile(ars, id, onService, actions, callSignal, log);
     return { ars, scaleSetId: id };
   }
 }
