@@ -155,3 +155,12 @@ export function autoscalingListenerName(
   const suffix = safeEncodedFnv32a(`${namespace}@${runnerGroup}@${githubConfigUrl}`).slice(0, 8);
   return `${runnerSetName}-${suffix}-listener`;
 }
+
+/** Secret with the listener pod's proxy variables (upstream's name). */
+export function listenerProxySecretName(listenerName: string): string {
+  return `${listenerName}-proxy`;
+}
+
+/** The runner group a scale set lands in when `spec.runnerGroup` is empty. */
+export const DEFAULT_RUNNER_GROUP = 'Default';
+export const DEFAULT_RUNNER_GROUP_ID = 1;
