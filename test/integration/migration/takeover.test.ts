@@ -29,7 +29,6 @@ import {
 } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
 import { ListenerPlayer } from '../../harness/listener-player';
-import { finishPodDeletion } from '../../harness/pod-lifecycle';
 import { RunnerPlayer } from '../../harness/runner-player';
 import { type BootedApp, bootControllerApp } from '../controller-app/boot';
 import {
@@ -39,6 +38,7 @@ import {
   upstreamKeepsVersion,
   writeUpstreamState,
 } from './upstream-state';
+import { type PlayedListenerPod, playUpstreamListenerPod } from './upstream-listener';
 
 /*
  * In-place takeover (docs/migrating.md): a cluster where upstream's controller ran a scale set with
@@ -70,37 +70,20 @@ describe('Taking over a scale set from upstream in place', () => {
     await sim?.stop();
   });
 
-  /**
-   * The kubelet and the process of upstream's listener pod: it runs until its pod is deleted, then, as
-   * ghalistener does on SIGTERM, deletes its message session and exits; the pod then goes.
-   */
-  function playUpstreamListener(state: UpstreamScaleSet): { stopped: Promise<void>; stop(): void } {
-    const abort = new AbortController();
+  /** Upstream's listener pod and its process (see playUpstreamListenerPod), on the suite's simulator. */
+  function playUpstreamListener(state: UpstreamScaleSet): PlayedListenerPod {
     const actions = new MultiClient({ retry: { maxRetries: 0 } }).getClientFor({
       configUrl: sim.configUrl({ org: 'octo' }),
       namespace: state.namespace,
       credentials: { kind: 'pat', token: DEFAULT_PAT },
     });
-    const stopped = (async () => {
-      const uid = (await kube.get<V1Pod>(PodKind, state.controllerNamespace, state.listenerName)).metadata
-        ?.uid;
-      const seen = await waitFor(
-        async () => {
-          if (abort.signal.aborted) return 'stopped';
-          const pod = await kube
-            .get<V1Pod>(PodKind, state.controllerNamespace, state.listenerName)
-            .catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
-          if (pod?.metadata?.uid !== uid) return 'gone';
-          return pod?.metadata?.deletionTimestamp ? 'terminating' : undefined;
-        },
-        { description: "upstream's listener pod to be deleted", timeoutMs: 300_000, intervalMs: 200 },
-      );
-      if (seen === 'stopped') return;
-      await actions.deleteMessageSession(state.scaleSetId, state.sessionId);
-      if (seen === 'terminating') await finishPodDeletion(state.controllerNamespace, state.listenerName);
-      await actions.close();
-    })();
-    return { stopped, stop: () => abort.abort() };
+    const played = playUpstreamListenerPod(kube, actions, {
+      namespace: state.controllerNamespace,
+      name: state.listenerName,
+      scaleSetId: state.scaleSetId,
+      sessionId: state.sessionId,
+    });
+    return { stopped: played.stopped.finally(() => actions.close()), stop: () => played.stop() };
   }
 
   async function gone(kind: ResourceKind, namespace: string, name: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { V1Pod, V1Role, V1RoleBinding, V1Secret, V1ServiceAccount } from '@kubernetes/client-node';
-import { AutoscalingListener, AutoscalingListenerKind, autoscalingListenerName } from '@aro/api';
+import { AutoscalingListener, AutoscalingListenerKind } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
 import {
   type KubeClient,
@@ -8,10 +8,19 @@ import {
   RoleKind,
   SecretKind,
   ServiceAccountKind,
+  isNotFound,
 } from '@aro/kube';
 import { DEFAULT_PAT } from '../../../apps/simulator/src';
-import { FAKE_NODE_NAME, setPodStatus } from '../../harness/pod-lifecycle';
-import { GROUP_VERSION, UPSTREAM_IMAGE, Upstream, controllerRef, create } from './upstream-meta';
+import { waitFor } from '../../harness';
+import { FAKE_NODE_NAME, finishPodDeletion, setPodStatus } from '../../harness/pod-lifecycle';
+import {
+  GROUP_VERSION,
+  UPSTREAM_IMAGE,
+  Upstream,
+  controllerRef,
+  create,
+  upstreamListenerName,
+} from './upstream-meta';
 
 export interface UpstreamListenerParams {
   namespace: string;
@@ -24,6 +33,11 @@ export interface UpstreamListenerParams {
   chartSecret: string;
   arsLabels: Record<string, string>;
   head: boolean;
+  /**
+   * The listener's name when it is not upstream's (a listener another controller, or an older ARO,
+   * made for the same scale set); upstream's name by default.
+   */
+  listenerName?: string;
 }
 
 /**
@@ -39,7 +53,7 @@ export async function writeUpstreamListener(
   const { namespace, controllerNamespace, arsName, ersName, configUrl, head } = p;
   const hashAnnotation = (value: string): Record<string, string> =>
     head ? { [Upstream.integrityHash]: value } : {};
-  const listenerName = autoscalingListenerName(arsName, namespace, '', configUrl);
+  const listenerName = p.listenerName ?? upstreamListenerName(arsName, namespace, '', configUrl);
   const listenerLabels = {
     ...p.arsLabels,
     'app.kubernetes.io/part-of': 'gha-runner-scale-set',
@@ -193,4 +207,43 @@ export async function writeUpstreamListener(
   const session = await actions.createMessageSession(p.scaleSetId, listenerName);
 
   return { listenerName, sessionId: session.sessionId };
+}
+
+export interface PlayedListenerPod {
+  /** Resolves once the pod is gone (or the play was stopped). */
+  stopped: Promise<void>;
+  stop(): void;
+}
+
+/**
+ * The kubelet and the process of a listener pod written by {@link writeUpstreamListener}: it runs until
+ * its pod is deleted, then, as ghalistener does on SIGTERM, deletes its message session and exits; the
+ * pod then goes (it is bound to a node, so its deletion waits for this).
+ */
+export function playUpstreamListenerPod(
+  kube: KubeClient,
+  actions: ActionsServiceClient,
+  pod: { namespace: string; name: string; scaleSetId: number; sessionId: string },
+): PlayedListenerPod {
+  const abort = new AbortController();
+  const read = () =>
+    kube
+      .get<V1Pod>(PodKind, pod.namespace, pod.name)
+      .catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
+  const stopped = (async () => {
+    const uid = (await kube.get<V1Pod>(PodKind, pod.namespace, pod.name)).metadata?.uid;
+    const seen = await waitFor(
+      async () => {
+        if (abort.signal.aborted) return 'stopped';
+        const now = await read();
+        if (now?.metadata?.uid !== uid) return 'gone';
+        return now?.metadata?.deletionTimestamp ? 'terminating' : undefined;
+      },
+      { description: `listener pod ${pod.name} to be deleted`, timeoutMs: 300_000, intervalMs: 200 },
+    );
+    if (seen === 'stopped') return;
+    await actions.deleteMessageSession(pod.scaleSetId, pod.sessionId);
+    if (seen === 'terminating') await finishPodDeletion(pod.namespace, pod.name);
+  })();
+  return { stopped, stop: () => abort.abort() };
 }

@@ -26,6 +26,30 @@ export const Upstream = {
 } as const;
 
 /**
+ * The name upstream gives a scale set's AutoscalingListener (`scaleSetListenerName` and `hashSuffix` in
+ * controllers/actions.github.com/resourcebuilder.go, with its hash.FNVHashString; identical at the
+ * 0.14.2 tag and on main), restated here from upstream's source and deliberately not ARO's
+ * `autoscalingListenerName`: the tests that write upstream's state must not take their names from the
+ * product they check. FNV-1a (32 bits) of `namespace@runnerGroup@configUrl`, written in decimal, each
+ * digit mapped as k8s.io/apimachinery's rand.SafeEncodeString maps a byte, cut to 8 characters.
+ * upstream-names.test.ts checks it against names upstream's own Go code printed.
+ */
+export function upstreamListenerName(
+  arsName: string,
+  namespace: string,
+  runnerGroup: string,
+  configUrl: string,
+): string {
+  let sum = 2166136261n;
+  for (const byte of new TextEncoder().encode(`${namespace}@${runnerGroup}@${configUrl}`)) {
+    sum = ((sum ^ BigInt(byte)) * 16777619n) % 4294967296n;
+  }
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  const encoded = [...sum.toString(10)].map((c) => alphabet[c.charCodeAt(0) % alphabet.length]).join('');
+  return `${arsName}-${encoded.slice(0, 8)}-listener`;
+}
+
+/**
  * upstream's v1alpha1.IsVersionAllowed: its controller deletes an AutoscalingRunnerSet whose version
  * label differs in major.minor from its own build (a rule restated here, for the reverse check).
  */

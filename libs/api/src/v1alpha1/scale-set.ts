@@ -73,14 +73,38 @@ export const ScaleSetReasons = {
   sharedListenerNoSession: 'SharedListenerNoSession',
 } as const;
 
-/** 32-bit FNV-1a of a string, as 8 lowercase hex digits (Go's hash/fnv New32a, as upstream names objects). */
-export function fnv32aHex(text: string): string {
+/** 32-bit FNV-1a of a string's UTF-8 bytes (Go's hash/fnv New32a), as an unsigned number. */
+export function fnv32a(text: string): number {
   let hash = 0x811c9dc5;
   for (const byte of Buffer.from(text, 'utf8')) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
-  return hash.toString(16).padStart(8, '0');
+  return hash;
+}
+
+/** 32-bit FNV-1a of a string, as 8 lowercase hex digits. */
+export function fnv32aHex(text: string): string {
+  return fnv32a(text).toString(16).padStart(8, '0');
+}
+
+/**
+ * The alphabet Kubernetes' `rand.SafeEncodeString` maps bytes onto (k8s.io/apimachinery util/rand):
+ * consonants and digits only, so an encoded value never spells a word and never looks like a number.
+ */
+const SAFE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/**
+ * Upstream's short hash of a string (its `hash.FNVHashString`): the FNV-1a sum written in decimal,
+ * each character then mapped through {@link SAFE_ALPHABET} by its code modulo the alphabet's length.
+ * The result has as many characters as the decimal has digits (1 to 10).
+ */
+export function safeEncodedFnv32a(text: string): string {
+  let out = '';
+  for (const digit of String(fnv32a(text))) {
+    out += SAFE_ALPHABET[digit.charCodeAt(0) % SAFE_ALPHABET.length];
+  }
+  return out;
 }
 
 /** JSON with object keys sorted at every level, so equal values always hash the same. */
@@ -124,9 +148,11 @@ export function runnerProxySecretName(runnerSetName: string, namespace: string):
 }
 
 /**
- * The AutoscalingListener of a scale set, in the controller's namespace:
- * `<set>-<fnv32a(namespace@runnerGroup@configUrl)>-listener`, as upstream, so two scale sets of the
- * same name in different namespaces never share one.
+ * The AutoscalingListener of a scale set, in the controller's namespace, named exactly as upstream
+ * names it (`scaleSetListenerName` / `hashSuffix` in its resourcebuilder.go, the same at 0.14.2 and on
+ * main): `<set>-<first 8 characters of the safe-encoded FNV-1a of namespace@runnerGroup@configUrl>-listener`.
+ * The same name on both sides is what lets either controller find the other's listener as its own
+ * after a switch, instead of creating a second one beside it. Like upstream, no length limit is applied.
  */
 export function autoscalingListenerName(
   runnerSetName: string,
@@ -134,7 +160,8 @@ export function autoscalingListenerName(
   runnerGroup: string,
   githubConfigUrl: string,
 ): string {
-  return `${runnerSetName}-${fnv32aHex(`${namespace}@${runnerGroup}@${githubConfigUrl}`)}-listener`;
+  const suffix = safeEncodedFnv32a(`${namespace}@${runnerGroup}@${githubConfigUrl}`).slice(0, 8);
+  return `${runnerSetName}-${suffix}-listener`;
 }
 
 /** Secret with the listener pod's proxy variables (upstream's name). */

@@ -8,14 +8,17 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isAlreadyExists, isNotFound, done } from '@aro/kube';
+import { type Reader, Result, deleteIgnoringNotFound, done, isAlreadyExists } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { ListenerSettings, buildAutoscalingListener, listenerNameOf } from './runner-scale-set-resources';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ScaleSetStatusWriter } from './scale-set-status';
 import { findCondition, setCondition } from '../shared/conditions';
 
-/** The set's AutoscalingListener, in the controller namespace: created, recreated on change, refused without an image. */
+/**
+ * The set's AutoscalingListener, in the controller namespace: created under upstream's name, recreated
+ * on change, refused without an image; any other listener of the set is deleted, so one serves it.
+ */
 export class ListenerSync {
   constructor(
     private readonly ctx: ScaleSetContext,
@@ -31,17 +34,17 @@ export class ListenerSync {
     };
     const desired = buildAutoscalingListener(ars, scaleSetId, settings);
     const name = desired.metadata?.name ?? '';
-    let current: AutoscalingListener | undefined;
-    try {
-      current = await this.ctx.cache.get<AutoscalingListener>(
-        AutoscalingListenerKind,
-        this.ctx.opts.controllerNamespace,
-        name,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const listeners = await this.listenersOf(ars, this.ctx.cache);
+    const current = listeners.find((l) => l.metadata?.name === name);
+    // A listener of this set under another name (upstream's controller made it beside ours before
+    // being stopped, an older ARO named it otherwise, the set's group or URL changed): two listeners
+    // would race for the one message session, so it goes.
+    const others = listeners.filter((l) => l !== current);
+    await this.deleteListeners(others, log, name);
     if (!current) {
+      // Ours starts once the other one is gone (its pod deletes its session on the way out); the
+      // listener watch wakes the set when it has.
+      if (others.length > 0) return;
       try {
         await this.ctx.client.create(AutoscalingListenerKind, desired);
         log.info('Created the AutoscalingListener', {
@@ -59,19 +62,79 @@ export class ListenerSync {
       desired.metadata?.annotations?.[Annotations.integrityHash]
     ) {
       log.info('The listener spec changed; recreating the listener', { listener: name });
-      await this.delete(ars, log);
+      await this.deleteListeners([current], log);
     }
   }
 
-  async delete(ars: AutoscalingRunnerSet, log: Logger): Promise<boolean> {
-    const name = listenerNameOf(ars);
-    try {
-      await this.ctx.client.delete(AutoscalingListenerKind, this.ctx.opts.controllerNamespace, name);
-      log.debug('Deleted the listener', { listener: name });
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
+  /**
+   * Deletes every listener of the set, whatever its name. `live` reads them from the apiserver (the
+   * set's deletion must not miss one the cache has not delivered yet) and returns the ones that were
+   * there, deleting; without it the cache is read (the drain passes run every second), and the
+   * listener under our own name is deleted by name as well, in case this controller has just created
+   * it and the cache does not have it yet.
+   */
+  async delete(
+    ars: AutoscalingRunnerSet,
+    log: Logger,
+    { live = false }: { live?: boolean } = {},
+  ): Promise<AutoscalingListener[]> {
+    const listeners = await this.listenersOf(ars, live ? this.ctx.client : this.ctx.cache);
+    await this.deleteListeners(listeners, log);
+    const own = listenerNameOf(ars);
+    if (!live && !listeners.some((l) => l.metadata?.name === own)) {
+      await deleteIgnoringNotFound(
+        this.ctx.client,
+        AutoscalingListenerKind,
+        this.ctx.opts.controllerNamespace,
+        own,
+      );
+    }
+    return listeners;
+  }
+
+  /**
+   * The AutoscalingListeners of a set in the controller namespace, found by the set they scale
+   * (`spec.autoscalingRunnerSetNamespace`/`Name`, which ARO and upstream both fill), not by name:
+   * the name differs between systems and versions, and labels can be overridden by the set's
+   * listener metadata.
+   */
+  private async listenersOf(ars: AutoscalingRunnerSet, reader: Reader): Promise<AutoscalingListener[]> {
+    const all = await reader.list<AutoscalingListener>(AutoscalingListenerKind, {
+      namespace: this.ctx.opts.controllerNamespace,
+    });
+    const namespace = ars.metadata?.namespace ?? '';
+    const name = ars.metadata?.name ?? '';
+    return all.filter(
+      (l) =>
+        l.spec?.autoscalingRunnerSetName === name &&
+        (l.spec.autoscalingRunnerSetNamespace ?? '') === namespace,
+    );
+  }
+
+  /** Deletes the listeners not already on their way out; their finalizer removes what each used. */
+  private async deleteListeners(
+    listeners: readonly AutoscalingListener[],
+    log: Logger,
+    expectedName?: string,
+  ): Promise<void> {
+    for (const listener of listeners) {
+      if (listener.metadata?.deletionTimestamp) continue;
+      const name = listener.metadata?.name ?? '';
+      const deleted = await deleteIgnoringNotFound(
+        this.ctx.client,
+        AutoscalingListenerKind,
+        this.ctx.opts.controllerNamespace,
+        name,
+      );
+      if (!deleted) continue;
+      if (expectedName) {
+        log.info('Deleted a listener of the scale set under another name', {
+          listener: name,
+          expectedName,
+        });
+      } else {
+        log.debug('Deleted the listener', { listener: name });
+      }
     }
   }
 

@@ -1,6 +1,5 @@
 import {
   Annotations,
-  AutoscalingListenerKind,
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
   DEFAULT_RUNNER_GROUP,
@@ -21,7 +20,7 @@ import { isActionsNotFound } from '@aro/actions';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { removeCleanupProtection } from './cleanup-protection';
 import { classifyScaleSetFailure } from './failure-reasons';
-import { listenerNameOf, scaleSetIdOf } from './runner-scale-set-resources';
+import { scaleSetIdOf } from './runner-scale-set-resources';
 import { runnerGroupId } from './scale-set-registration';
 import type { ScaleSetContext, ScaleSetPass } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
@@ -45,10 +44,13 @@ export class ScaleSetFinalizer {
   ): Promise<Result | Released> {
     const namespace = ars.metadata?.namespace ?? '';
     const name = ars.metadata?.name ?? '';
-    const listenerName = listenerNameOf(ars);
-    if (await this.exists(AutoscalingListenerKind, this.ctx.opts.controllerNamespace, listenerName)) {
-      await this.listener.delete(ars, log);
-      log.info('Waiting for the listener to go', { listener: listenerName });
+    // Every listener of the set, whatever its name (upstream's, an older ARO's): one left running
+    // would go on scaling a runner set that is being deleted, and stay behind once the set is gone.
+    const listeners = await this.listener.delete(ars, log, { live: true });
+    if (listeners.length > 0) {
+      log.info('Waiting for the listener to go', {
+        listeners: listeners.map((l) => l.metadata?.name ?? '').join(','),
+      });
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     if (await this.exists(EphemeralRunnerSetKind, namespace, name)) {
