@@ -12,10 +12,17 @@ import {
   hasGarbageCollector,
   runnerContainerRunning,
   runnerContainerTerminated,
+  setPodStatus,
   testKubeConfig,
   waitFor,
 } from '../../harness';
-import { ControllerFixture, controllerSuite, FixtureOptions } from './fixture';
+import {
+  ControllerFixture,
+  controllerSuite,
+  FixtureOptions,
+  idleReconcileCount,
+  waitForReconcileSince,
+} from './fixture';
 
 /**
  * Busy runners survive voluntary disruption (libs/controllers/src/ephemeral-runner/eviction-protection.ts):
@@ -177,6 +184,92 @@ describe('EphemeralRunner eviction protection', () => {
     await finishPodDeletion(f.namespace, 'ev-linger');
     await f.waitForRunner('ev-linger', (r) => r === undefined, 'the runner deleted');
     await waitFor(() => suite.sim.runner('ev-linger') === undefined, {
+      description: 'the registration removed once the service let go of the job',
+    });
+  });
+
+  it('keeps a busy runner deleted while the service holds its job protected until its runner container exits', async () => {
+    await start({ config: { evictionProtection: true } });
+    // Two sidecars: one exits while the runner still runs, one keeps the pod running once it has exited.
+    await f.createRunner('ev-deleted', (spec) => {
+      spec.spec?.containers.push({ name: 'log-shipper', image: 'fluent/fluent-bit' });
+      spec.spec?.containers.push({ name: 'dind', image: 'docker:dind' });
+    });
+    await f.waitForPod('ev-deleted', (p) => p !== undefined, 'the runner pod');
+    await runnerContainerRunning(f.namespace, 'ev-deleted');
+    await f.waitForRunner('ev-deleted', (r) => r?.status?.phase === 'Pending', 'phase Pending');
+    const jobId = await startJob('ev-deleted');
+    await f.waitForPod(
+      'ev-deleted',
+      (p) => busyMarks(p).label === 'true',
+      'the busy label on the pod of the runner executing a job',
+    );
+    const protectedMarks = { label: 'true', safeToEvict: 'false', doNotDisrupt: 'true' };
+
+    /**
+     * Evidence the controller looked at the runner being deleted: it asked the service to let the
+     * runner go (one more removal call, refused with JobStillRunning) and finished that pass, which is
+     * the one that lifts the marks when the runner process has exited.
+     */
+    async function serviceAskedAgain(what: string, change: () => Promise<unknown>): Promise<void> {
+      const asked = suite.sim.callCount('DELETE agents/{id}');
+      const since = await idleReconcileCount(f);
+      await change();
+      await waitFor(() => suite.sim.callCount('DELETE agents/{id}') > asked, {
+        description: `the service asked to let the runner go after ${what}`,
+      });
+      await waitForReconcileSince(f, since, what);
+      expect(suite.sim.runner('ev-deleted')?.jobId).toBe(jobId);
+    }
+
+    // The runner is deleted (its set scaled down, or a user) mid-job: the service refuses to let it go,
+    // so its finalizer keeps the pod, and the pod keeps refusing eviction.
+    await serviceAskedAgain('the runner was deleted', () =>
+      f.kube.delete(EphemeralRunnerKind, f.namespace, 'ev-deleted'),
+    );
+    expect((await f.runner('ev-deleted'))?.metadata?.deletionTimestamp).toBeDefined();
+    let pod = await f.pod('ev-deleted');
+    expect(pod?.metadata?.deletionTimestamp).toBeUndefined();
+    expect(busyMarks(pod)).toEqual(protectedMarks);
+    expect(await evict('ev-deleted')).toBe(429);
+
+    // Another container exits while the runner container still runs: the job may still be executing.
+    await serviceAskedAgain('the log shipper exited', () =>
+      setPodStatus(f.namespace, 'ev-deleted', (p) => ({
+        ...p.status,
+        containerStatuses: (p.status?.containerStatuses ?? []).map((c) =>
+          c.name === 'log-shipper'
+            ? {
+                ...c,
+                ready: false,
+                state: { terminated: { exitCode: 0, reason: 'Completed', finishedAt: new Date() } },
+              }
+            : c,
+        ),
+      })),
+    );
+    pod = await f.pod('ev-deleted');
+    expect(pod?.status?.containerStatuses?.find((c) => c.name === 'runner')?.state?.running).toBeDefined();
+    expect(busyMarks(pod)).toEqual(protectedMarks);
+    expect(await evict('ev-deleted')).toBe(429);
+    expect((await f.pod('ev-deleted'))?.metadata?.deletionTimestamp).toBeUndefined();
+
+    // The runner container exits (dind keeps the pod running): nothing in the pod can execute a job,
+    // so the marks go and the drain may take the pod while the finalizer waits for the service.
+    await runnerContainerTerminated(f.namespace, 'ev-deleted', 1);
+    pod = await f.waitForPod(
+      'ev-deleted',
+      (p) => busyMarks(p).label === undefined,
+      'the busy label lifted once the runner container exited',
+    );
+    expect(busyMarks(pod)).toEqual({ label: undefined, safeToEvict: undefined, doNotDisrupt: undefined });
+    expect(suite.sim.runner('ev-deleted')?.jobId).toBe(jobId);
+    expect(await evict('ev-deleted')).toBe(201);
+
+    suite.sim.completeJob(jobId, 'failed');
+    await finishPodDeletion(f.namespace, 'ev-deleted');
+    await f.waitForRunner('ev-deleted', (r) => r === undefined, 'the runner deleted');
+    await waitFor(() => suite.sim.runner('ev-deleted') === undefined, {
       description: 'the registration removed once the service let go of the job',
     });
   });

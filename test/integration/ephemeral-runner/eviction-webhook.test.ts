@@ -266,6 +266,42 @@ describe('EphemeralRunner eviction webhook', () => {
     expect(removals).toBeLessThanOrEqual(2);
   });
 
+  it('leaves runners and their registrations alone on a dry-run eviction (kubectl drain --dry-run=server)', async () => {
+    await startWithWebhook('wh-dry-probe');
+    await idleRunner('wh-dry-idle');
+    await idleRunner('wh-dry-busy');
+    const job = suite.sim.startJob('wh-dry-busy', { displayName: 'build' });
+    await f.kube.mergePatchStatus(EphemeralRunnerKind, f.namespace, 'wh-dry-busy', {
+      status: { jobId: job.jobId },
+    });
+    await f.waitForRunner('wh-dry-busy', (r) => r?.status?.phase === 'Running', 'phase Running');
+    const removals = suite.sim.callCount('DELETE agents/{id}');
+    const reviewed = server().reviewed;
+
+    // The idle runner's dry run is admitted, as the real eviction would be, and nothing happens.
+    expect(await evict('wh-dry-idle', true)).toEqual({ code: 201, message: '' });
+    // The busy runner's is refused, naming its job, without asking the service to let the runner go.
+    const busy = await evict('wh-dry-busy', true);
+    expect(busy.code).toBe(429);
+    expect(busy.message).toContain(`runner ${f.namespace}/wh-dry-busy is executing job ${job.jobId}`);
+    // The webhook decided both (the answers are its own, not the apiserver's).
+    expect(server().reviewed).toBe(reviewed + 2);
+
+    for (const name of ['wh-dry-idle', 'wh-dry-busy']) {
+      const runner = await f.runner(name);
+      expect(runner).toBeDefined();
+      expect(runner?.metadata?.deletionTimestamp).toBeUndefined();
+      expect(suite.sim.runner(name)).toBeDefined();
+      const pod = await f.pod(name);
+      expect(pod).toBeDefined();
+      expect(pod?.metadata?.deletionTimestamp).toBeUndefined();
+    }
+    expect(suite.sim.callCount('DELETE agents/{id}')).toBe(removals);
+    expect(suite.sim.runner('wh-dry-busy')?.jobId).toBe(job.jobId);
+    // Still a runner the service can give a job to.
+    expect(suite.sim.assignJobToRunner('wh-dry-idle').jobId).toBeDefined();
+  });
+
   it('refuses the eviction of a runner the service gave a job the controller has not heard of yet; the job completes', async () => {
     await startWithWebhook('wh-window');
     // The service assigns a job; the listener has not reported it, so the pod carries no busy label

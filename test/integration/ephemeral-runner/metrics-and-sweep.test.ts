@@ -1,4 +1,11 @@
-import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunnerKind, EphemeralRunnerSetKind } from '@aro/api';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  type EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
+import { isConflict } from '@aro/kube';
 import { MultiClient } from '@aro/actions';
 import { FIRST_AUDIT_DELAY_MS } from '@aro/controllers';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
@@ -145,6 +152,95 @@ describe('EphemeralRunner phase metrics and orphaned registrations', () => {
       description: 'the released registration of the Outdated runner removed',
     });
     expect((await g.runner('crash-o'))?.status?.phase).toBe('Outdated');
+  });
+
+  it('removes the registrations of finished runners that another finalizer keeps in the apiserver: one lost in a crash, one never deregistered', async () => {
+    const FOREIGN_FINALIZER = 'backup.example.com/snapshot';
+    const first = (f = await startControllerFixture(sim, { config: { unregistrationDrainTimeoutMs: 0 } }));
+    /** A registered runner that another party's finalizer (a backup tool, a GitOps agent) keeps once deleted. */
+    async function heldRunner(name: string): Promise<void> {
+      await first.createRunner(name);
+      await first.waitForPod(name, (p) => p !== undefined, 'the runner pod');
+      await runnerContainerRunning(first.namespace, name);
+      await first.waitForRunner(
+        name,
+        (r) => r?.status?.phase === 'Pending' && !!r.status.runnerId,
+        'phase Pending, registered',
+      );
+      await waitFor(
+        async () => {
+          const r = await first.runner(name);
+          try {
+            // Pinned to the version read, so that the finalizers this controller set are kept.
+            await first.kube.mergePatch(EphemeralRunnerKind, first.namespace, name, {
+              metadata: {
+                resourceVersion: r?.metadata?.resourceVersion,
+                finalizers: [...(r?.metadata?.finalizers ?? []), FOREIGN_FINALIZER],
+              },
+            });
+            return true;
+          } catch (err) {
+            if (isConflict(err)) return false;
+            throw err;
+          }
+        },
+        { description: `the foreign finalizer on ${name}` },
+      );
+    }
+    const heldOnlyByForeignFinalizer = (r: EphemeralRunner | undefined) =>
+      !!r?.metadata?.deletionTimestamp && isDeepStrictEqual(r.metadata.finalizers, [FOREIGN_FINALIZER]);
+
+    // A runner whose pod fails mid-job is deleted (phase still Running); its removal is queued, and the
+    // service refuses it for now, so it stays queued in memory while the runner's finalizers go.
+    await heldRunner('held-midjob');
+    const job = sim.startJob('held-midjob', { displayName: 'build' });
+    await first.kube.mergePatchStatus(EphemeralRunnerKind, first.namespace, 'held-midjob', {
+      status: { jobId: job.jobId },
+    });
+    await first.waitForRunner('held-midjob', (r) => r?.status?.phase === 'Running', 'phase Running');
+    const faultId = sim.injectFault({ route: 'DELETE agents/{id}', status: 503 });
+    await runnerContainerTerminated(first.namespace, 'held-midjob', 1, { phase: 'Failed' });
+    await first.waitForRunner(
+      'held-midjob',
+      heldOnlyByForeignFinalizer,
+      'the runner deleted, its removal queued, held by the foreign finalizer alone',
+    );
+    // A runner that exited 0 but whose registration stayed on the service (its own removal failed on
+    // the way out): Succeeded, deleted by the controller without asking the service.
+    await heldRunner('held-succeeded');
+    await runnerContainerTerminated(first.namespace, 'held-succeeded', 0, { phase: 'Succeeded' });
+    await first.waitForRunner(
+      'held-succeeded',
+      (r) => heldOnlyByForeignFinalizer(r) && r?.status?.phase === 'Succeeded',
+      'Succeeded, deleted, held by the foreign finalizer alone',
+    );
+
+    // The crash: the queued removal dies with the process.
+    await first.stop();
+    f = undefined;
+    sim.removeFault(faultId);
+    sim.completeJob(job.jobId, 'failed');
+    expect(sim.runner('held-midjob')).toBeDefined();
+    expect(sim.runner('held-succeeded')).toBeDefined();
+
+    // The next leader's sweep: both runners are still in the apiserver, but neither holds its
+    // registration any more (the controller's finalizers are gone), so both registrations are orphans.
+    g = await startControllerFixture(sim, {
+      namespace: first.namespace,
+      scaleSetId: first.scaleSetId,
+      skipSecret: true,
+      config: { orphanGraceMs: 500 },
+    });
+    for (const name of ['held-succeeded', 'held-midjob']) {
+      await waitFor(() => sim.runner(name) === undefined, {
+        description: `the registration of ${name} removed by the sweep`,
+      });
+    }
+    for (const name of ['held-midjob', 'held-succeeded']) {
+      expect(heldOnlyByForeignFinalizer(await g.runner(name))).toBe(true);
+      // The other party lets go; the runner leaves the apiserver.
+      await g.kube.mergePatch(EphemeralRunnerKind, g.namespace, name, { metadata: { finalizers: null } });
+    }
   });
 
   it('leaves alone registrations of runners that exist once the grace has passed, and removes the orphan beside them', async () => {

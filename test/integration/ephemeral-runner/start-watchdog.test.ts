@@ -1,6 +1,7 @@
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { EventKind } from '@aro/kube';
 import { setPodStatus, waitFor } from '../../harness';
+import { scaled } from '../../harness/time-scale';
 import { ControllerFixture, controllerSuite, idleReconcileCount, waitForReconcileSince } from './fixture';
 
 /**
@@ -85,11 +86,13 @@ describe('EphemeralRunner start watchdog', () => {
     );
   });
 
-  it('fails an unschedulable pod with the scheduler reason after the timeout, found by a requeue with no pod event', async () => {
+  it('fails an unschedulable pod at its deadline, found by its own requeue with no pod event, not a later one', async () => {
     const timeoutMs = 5_000;
     f = await suite.start({ config: { startTimeoutMs: timeoutMs } });
     await f.createRunner('wd-unsched');
-    await f.waitForPod('wd-unsched', (p) => p !== undefined, 'the runner pod');
+    const pod = await f.waitForPod('wd-unsched', (p) => p !== undefined, 'the runner pod');
+    // Second precision: the deadline the controller computes starts no later than this.
+    const createdAt = new Date(pod!.metadata!.creationTimestamp!).getTime();
     await setPodStatus(f.namespace, 'wd-unsched', () => ({
       phase: 'Pending',
       conditions: [
@@ -102,6 +105,19 @@ describe('EphemeralRunner start watchdog', () => {
         },
       ],
     }));
+    // Nothing else happens to the runner or its pod: only the watchdog's requeue at the deadline can
+    // find it. Without it nothing looks again at all; with any later one (the controller's other
+    // requeues are 30 s) the runner holds its slot far past the deadline.
+    const failed = await f.waitForRunner('wd-unsched', (r) => r?.status?.phase === 'Failed', 'phase Failed');
+    const failedAfterMs = Date.now() - createdAt;
+    expect(failed?.status?.reason).toBe('Unschedulable');
+    console.log(
+      `start watchdog: deadline ${timeoutMs} ms, unschedulable runner failed ${failedAfterMs} ms after its pod was created`,
+    );
+    expect(failedAfterMs).toBeGreaterThanOrEqual(timeoutMs - 1_000);
+    // The deadline plus the pass that fails it (a status write) and the poll that sees it, at this
+    // run's time scale; up to a second more for the creation time's precision.
+    expect(failedAfterMs).toBeLessThanOrEqual(timeoutMs + 1_000 + scaled(4_000));
     await expectFailedAndFreed('wd-unsched', 'Unschedulable', /Insufficient cpu.*within 5s/);
   });
 });

@@ -2,7 +2,7 @@ import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, type ResourceKind, hasJob } from '@aro/api';
 import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isBeingDeleted, podTerminated, runnerContainerStatus } from './pod-state';
+import { isBeingDeleted, podTerminated, runnerProcessExited } from './pod-state';
 import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
 import { carriesJobLink, jobLinkMetadata } from './job-link';
@@ -166,7 +166,7 @@ export class EvictionProtection {
       if (isNotFound(err)) return;
       throw err;
     }
-    if (isBeingDeleted(pod) || !runnerContainerStatus(pod)?.state?.terminated || !podCarriesBusyMark(pod)) {
+    if (isBeingDeleted(pod) || !runnerProcessExited(pod) || !podCarriesBusyMark(pod)) {
       return;
     }
     const uid = pod.metadata?.uid ?? '';

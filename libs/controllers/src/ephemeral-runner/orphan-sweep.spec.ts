@@ -1,5 +1,9 @@
 import { Registry } from 'prom-client';
-import type { EphemeralRunner } from '@aro/api';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  EPHEMERAL_RUNNER_FINALIZER,
+  type EphemeralRunner,
+} from '@aro/api';
 import type { ActionsServiceClient, RunnerReference } from '@aro/actions';
 import type { Reader } from '@aro/kube';
 import { silentLogger } from '@aro/observability';
@@ -163,5 +167,82 @@ describe('OrphanRegistrationSweep first audits', () => {
     // A new leadership term starts with a full pass.
     await s.runScheduled(new AbortController().signal);
     expect(listed).toEqual([1, 2, 1, 2]);
+  });
+});
+
+/**
+ * Which runners still hold their registration. A runner present in the cluster that released it (its
+ * registration finalizer gone once it finished or while it was deleted) holds nothing: a registration
+ * under its name is a leak, e.g. its queued removal lost in a crash while another finalizer keeps the
+ * runner in the apiserver.
+ */
+describe('OrphanRegistrationSweep judging runners that are still present', () => {
+  const HOLDS = EPHEMERAL_RUNNER_FINALIZER;
+  const REGISTRATION = EPHEMERAL_RUNNER_ACTIONS_FINALIZER;
+  const FOREIGN = 'backup.example.com/snapshot';
+  const DELETED = new Date('2026-12-07T10:00:00Z');
+
+  function runner(
+    name: string,
+    phase: string | undefined,
+    finalizers: string[],
+    deleting = false,
+  ): EphemeralRunner {
+    return {
+      metadata: { name, finalizers, ...(deleting ? { deletionTimestamp: DELETED } : {}) },
+      status: phase ? { phase } : {},
+    } as EphemeralRunner;
+  }
+
+  it('removes the registrations of finished or deleted runners without their registration finalizer, and only those', async () => {
+    const runners = [
+      // Released: finished, or being deleted, with the registration finalizer gone.
+      runner('succeeded-held', 'Succeeded', [FOREIGN], true),
+      runner('failed-not-yet-deleted', 'Failed', [HOLDS]),
+      runner('outdated-held', 'Outdated', [FOREIGN], true),
+      runner('deleted-mid-job', 'Running', [FOREIGN], true),
+      // Still holding: the finalizer is on, or the runner has not been reconciled yet.
+      runner('running', 'Running', [HOLDS, REGISTRATION]),
+      runner('deleting-job-held', 'Running', [HOLDS, REGISTRATION], true),
+      runner('succeeded-not-yet-deleted', 'Succeeded', [HOLDS, REGISTRATION]),
+      runner('new', undefined, []),
+    ];
+    const registrations = runners.map(
+      (r, i) => ({ id: i + 1, name: r.metadata?.name ?? '', runnerScaleSetId: 1 }) as RunnerReference,
+    );
+    const removed: string[] = [];
+    const s = new OrphanRegistrationSweep({
+      reader: { list: async () => runners } as unknown as Reader,
+      actions: {
+        getActionsClient: async () =>
+          ({
+            listRunners: async () => registrations,
+            getRunner: async (id: number) => registrations.find((r) => r.id === id),
+          }) as unknown as ActionsServiceClient,
+      },
+      queue: {
+        push: (_holder: EphemeralRunner, id: number) => {
+          removed.push(registrations.find((r) => r.id === id)?.name ?? '');
+          return true;
+        },
+      } as unknown as UnregistrationQueue,
+      ledger: {
+        entries: async () => [
+          {
+            namespace: 'ns',
+            githubConfigUrl: 'https://github.com/octo',
+            githubConfigSecret: 'gh',
+            runnerScaleSetId: 1,
+          },
+        ],
+      } as unknown as ScaleSetLedger,
+      logger: silentLogger,
+      graceMs: 0,
+      registry: new Registry(),
+    });
+    expect(await s.sweepOnce()).toBe(4);
+    expect(removed.sort()).toEqual(
+      ['deleted-mid-job', 'failed-not-yet-deleted', 'outdated-held', 'succeeded-held'].sort(),
+    );
   });
 });

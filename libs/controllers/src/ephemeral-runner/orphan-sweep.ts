@@ -1,8 +1,9 @@
 import type { Registry } from 'prom-client';
-import { EPHEMERAL_RUNNER_ACTIONS_FINALIZER, EphemeralRunner, EphemeralRunnerKind, isDone } from '@aro/api';
+import { EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
 import { type Reader, type Runnable, sleep, systemClock } from '@aro/kube';
 import { type ActionsServiceClient, type RunnerReference, isActionsNotFound } from '@aro/actions';
 import { Logger, getOrCreateCounter, metricsRegistry } from '@aro/observability';
+import { releasedRegistration } from './runner-registration';
 import { type ScaleSetLedger, type ScaleSetLedgerEntry, holderOf } from './scale-set-ledger';
 import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
 import type { LeakAudit, ScaleSetSweepResult } from './leak-audit';
@@ -371,17 +372,14 @@ export class OrphanRegistrationSweep implements Runnable {
 
   /**
    * The EphemeralRunners in every namespace this controller watches that still hold their
-   * registration. A finished runner (Failed, Outdated) whose registration finalizer is gone released
-   * it: its removal was queued, and if a crash lost that removal nothing else would ever make it,
-   * since the runner stays until its set deletes it.
+   * registration: a runner that released it (see {@link releasedRegistration}) may stay long after a
+   * crash lost its queued removal, which nothing but this sweep would then make.
    */
   private async watchedRunners(): Promise<EphemeralRunner[]> {
     const runners = await this.opts.reader.list<EphemeralRunner>(EphemeralRunnerKind, {
       namespace: this.opts.namespace,
     });
-    return runners.filter(
-      (r) => !(isDone(r) && !(r.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER)),
-    );
+    return runners.filter((r) => !releasedRegistration(r));
   }
 
   private async stillOrphaned(

@@ -1,5 +1,11 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { initContainerFailed, podDeleteOptions, podReady, podTerminated } from './pod-state';
+import {
+  initContainerFailed,
+  podDeleteOptions,
+  podReady,
+  podTerminated,
+  runnerProcessExited,
+} from './pod-state';
 
 const running = (name: string): V1ContainerStatus =>
   ({
@@ -77,6 +83,45 @@ describe('podTerminated', () => {
 
   it('is false for a pod nothing has reported on yet', () => {
     expect(podTerminated(pod({ phase: 'Pending' }))).toBe(false);
+  });
+});
+
+/**
+ * What lifts the busy marks of a runner being deleted while the service still holds its job
+ * (eviction-protection.ts), and what lets the eviction webhook admit its pod: only the runner container's
+ * own exit. A drain or an autoscaler takes the pod the moment the marks go.
+ */
+describe('runnerProcessExited', () => {
+  const waiting = (name: string, reason: string): V1ContainerStatus =>
+    ({ ...running(name), ready: false, state: { waiting: { reason } } }) as V1ContainerStatus;
+  const withSidecar = (runner: V1ContainerStatus | undefined, sidecar: V1ContainerStatus) =>
+    pod({
+      containers: ['runner', 'dind'],
+      phase: 'Running',
+      statuses: runner ? [runner, sidecar] : [sidecar],
+    });
+
+  it('is true once the runner container reported terminated, whatever its exit code and the other containers', () => {
+    expect(runnerProcessExited(withSidecar(exited('runner', 0), running('dind')))).toBe(true);
+    expect(runnerProcessExited(withSidecar(exited('runner', 137), running('dind')))).toBe(true);
+    expect(runnerProcessExited(pod({ phase: 'Failed', statuses: [exited('runner', 1)] }))).toBe(true);
+  });
+
+  it('is false while the runner container runs, even when every other container has exited', () => {
+    expect(runnerProcessExited(withSidecar(running('runner'), running('dind')))).toBe(false);
+    expect(runnerProcessExited(withSidecar(running('runner'), exited('dind', 0)))).toBe(false);
+    expect(runnerProcessExited(withSidecar(running('runner'), exited('dind', 1)))).toBe(false);
+  });
+
+  it('is false while the runner container waits or has not reported, whatever the others did', () => {
+    expect(runnerProcessExited(withSidecar(waiting('runner', 'ContainerCreating'), exited('dind', 0)))).toBe(
+      false,
+    );
+    expect(runnerProcessExited(withSidecar(waiting('runner', 'CrashLoopBackOff'), running('dind')))).toBe(
+      false,
+    );
+    expect(runnerProcessExited(withSidecar(undefined, exited('dind', 0)))).toBe(false);
+    expect(runnerProcessExited(pod({ phase: 'Running' }))).toBe(false);
   });
 });
 

@@ -37,6 +37,16 @@ export function runnerContainerStatus(pod: V1Pod): V1ContainerStatus | undefined
   return pod.status?.containerStatuses?.find((s) => s.name === EPHEMERAL_RUNNER_CONTAINER_NAME);
 }
 
+/**
+ * Whether the runner process has exited: its container reported terminated. Only that proves the pod
+ * can no longer execute a job. A runner container running, waiting (not started yet, or being
+ * restarted), or not reported on may still hold one, whatever the pod's other containers did; taking
+ * the busy marks off such a pod lets a drain or an autoscaler kill a job in progress.
+ */
+export function runnerProcessExited(pod: V1Pod): boolean {
+  return !!runnerContainerStatus(pod)?.state?.terminated;
+}
+
 export function initContainerFailed(pod: V1Pod): boolean {
   return (pod.status?.initContainerStatuses ?? []).some(
     (s) => s.state?.terminated !== undefined && s.state.terminated.exitCode !== 0,

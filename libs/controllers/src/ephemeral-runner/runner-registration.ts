@@ -1,5 +1,11 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { EPHEMERAL_RUNNER_CONTAINER_NAME, EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
+import {
+  EPHEMERAL_RUNNER_ACTIONS_FINALIZER,
+  EPHEMERAL_RUNNER_CONTAINER_NAME,
+  EphemeralRunner,
+  EphemeralRunnerPhase,
+  isDone,
+} from '@aro/api';
 import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/actions';
 import { isActionsNotFound, isRunnerExists } from '@aro/actions';
 import { PodKind, Reader, SecretKind, TerminalError, isNotFound } from '@aro/kube';
@@ -41,6 +47,20 @@ function describeError(err: unknown): string {
  */
 export function runnerSelfDeregistered(runner: EphemeralRunner): boolean {
   return runner.status?.phase === EphemeralRunnerPhase.Succeeded;
+}
+
+/**
+ * Whether the runner has let go of its registration for good. The registration finalizer is on a
+ * runner before it registers and goes only with the registration's release (its removal queued, or
+ * the runner deregistered itself), so a finished runner (Succeeded, Failed, Outdated) or one being
+ * deleted without it holds nothing: a registration under its name is an orphan. Such a runner can
+ * stay long: its set deletes a finished one late, and another party's finalizer (a backup tool, a
+ * GitOps agent) can keep a deleted one for as long as it likes. A runner neither finished nor being
+ * deleted without the finalizer has not been reconciled yet, and holds whatever is under its name.
+ */
+export function releasedRegistration(runner: EphemeralRunner): boolean {
+  if ((runner.metadata?.finalizers ?? []).includes(EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) return false;
+  return isDone(runner) || isBeingDeleted(runner);
 }
 
 /**

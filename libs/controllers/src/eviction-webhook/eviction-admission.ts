@@ -5,7 +5,7 @@ import { type KubeApi, PodKind, isConflict, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import { busyMarksRemoval } from '../ephemeral-runner/eviction-protection';
-import { isBeingDeleted, podTerminated, runnerContainerStatus } from '../ephemeral-runner/pod-state';
+import { isBeingDeleted, podTerminated, runnerProcessExited } from '../ephemeral-runner/pod-state';
 import { onceAsync, registeredRunnerId } from '../ephemeral-runner/runner-registration';
 import type { ActionsClientProvider } from '../ephemeral-runner/unregistration-queue';
 import { describeError } from '../shared/describe-error';
@@ -125,12 +125,7 @@ export class EvictionAdmission {
     const pod = await readOrUndefined(() => client.get<V1Pod>(PodKind, namespace, podName));
     // Gone: the Eviction API answers 404 itself. Terminating, stopped, or its runner process exited (a
     // sidecar lingering): nothing in it can execute a job, and the controller settles the registration.
-    if (
-      !pod ||
-      isBeingDeleted(pod) ||
-      podTerminated(pod) ||
-      !!runnerContainerStatus(pod)?.state?.terminated
-    ) {
+    if (!pod || isBeingDeleted(pod) || podTerminated(pod) || runnerProcessExited(pod)) {
       return allow();
     }
     const owner = pod.metadata?.ownerReferences?.find(
