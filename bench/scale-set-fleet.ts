@@ -9,7 +9,7 @@
  * Secret the controller writes), plays every runner pod (`test/harness/runner-player.ts`: Running,
  * takes its job on the service, exits 0), and queues a burst of jobs on every scale set at once.
  *
- *   npm run bench -- --scale-sets 1,5,20 [--jobs 10] [--job-duration-ms 2000] [--mode per-pod|shared|both]
+ *   npm run bench -- --scale-sets 1,5,20 [--jobs 10] [--max-runners N] [--job-duration-ms 2000] [--mode per-pod|shared|both]
  *
  * Printed per run: the total RSS of the controller and listener processes at idle (every session open,
  * 3 s settled) and at peak (each process's VmHWM, start-up included), the peak of each part, the
@@ -68,6 +68,8 @@ interface Args {
   scaleSets: number[];
   modes: Mode[];
   jobs: number;
+  /** maxRunners of each set; the burst's size (every job at once) when not given. */
+  maxRunners?: number;
   jobDurationMs: number;
 }
 
@@ -82,6 +84,7 @@ function parseArgs(argv: string[]): Args {
         .filter((n) => n > 0);
     else if (argv[i] === '--jobs') args.jobs = Number(value);
     else if (argv[i] === '--job-duration-ms') args.jobDurationMs = Number(value);
+    else if (argv[i] === '--max-runners') args.maxRunners = Number(value);
     else if (argv[i] === '--mode') {
       if (value !== 'both' && value !== 'per-pod' && value !== 'shared')
         throw new Error(`--mode ${value}: per-pod, shared or both`);
@@ -250,7 +253,7 @@ async function runOnce(mode: Mode, n: number, args: Args): Promise<FleetRow> {
           githubConfigUrl: sim.configUrl({ org: 'octo' }),
           githubConfigSecret: 'gh',
           minRunners: 0,
-          maxRunners: args.jobs,
+          maxRunners: args.maxRunners ?? args.jobs,
           template: {
             spec: { containers: [{ name: 'runner', image: 'ghcr.io/actions/actions-runner:latest' }] },
           },

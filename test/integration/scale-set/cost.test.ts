@@ -147,6 +147,35 @@ describe('The cost of a runner set per job', () => {
     expect(patchesPerRunner.filter((r) => r.runnerPatches > 3 || r.podPatches !== 1)).toEqual([]);
   });
 
+  it("writes the set's status about once per 2 s of a burst, not on every runner's start and end", async () => {
+    const f = await suite.start();
+    const name = uniqueName('status');
+    const scaleSetId = await createScaleSetOnService(suite.sim, name);
+    await createRunnerSet(f, name, scaleSetId);
+    const burst = 12;
+    await f.scale(name, burst, 1);
+    const jobs = await runnersWithJobs(f, name, burst);
+    for (const [runner, job] of jobs) await f.reportJobStarted(runner, job.jobId);
+    // Each job ends in turn, as a burst's do: every end moves the set's counts.
+    const began = Date.now();
+    for (const [runner, job] of jobs) await finishJob(f, runner, job.jobId);
+    await waitForRunners(f, name, (all) => all.length === 0, 'every runner gone');
+    await waitFor(async () => (await f.runnerSet(name))?.status?.currentReplicas === 0, {
+      description: 'the set counting 0 runners',
+    });
+    const seconds = (Date.now() - began) / 1000;
+    const statusWrites = (await auditedRequestsUpToNow(f.kube, f.namespace, cp.info.auditLogPath!)).filter(
+      (r) => r.verb === 'patch' && r.resource === 'ephemeralrunnersets/status' && r.name === name,
+    ).length;
+    console.log(
+      `EphemeralRunnerSet status writes for a burst of ${burst} jobs: ${statusWrites} (${seconds.toFixed(1)} s from the first end to the last)`,
+    );
+    // Every runner's start and end, and its Pending -> Running move, used to be a write each (about 3 a
+    // job); now a change of the counts alone waits out a 2 s window. The bound: one write per job at
+    // most, whatever the machine's speed (a slow one spreads the ends over more windows).
+    expect(statusWrites).toBeLessThanOrEqual(burst);
+  });
+
   it('creates one runner per job of a burst: one that ends under a count that still held its job is not replaced', async () => {
     const f = await suite.start();
     const name = uniqueName('burst');

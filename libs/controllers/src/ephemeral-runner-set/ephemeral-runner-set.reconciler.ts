@@ -6,7 +6,7 @@ import {
   EphemeralRunnerSetPhase,
   integrityHash,
 } from '@aro/api';
-import { FinalizingReconciler, type Pass, type Released, Result, requeueAfter } from '@aro/kube';
+import { FinalizingReconciler, type Pass, type Released, Result, requeueAfter, sooner } from '@aro/kube';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
@@ -115,7 +115,13 @@ export class EphemeralRunnerSetReconciler extends FinalizingReconciler<Ephemeral
 
     const runnersHealthy = this.failureCondition.observe(pass);
     const result = await this.scaling.scale(pass);
-    await this.status.updateStatus(pass, EphemeralRunnerSetPhase.Running, undefined, runnersHealthy);
-    return result;
+    const statusDue = await this.status.updateStatus(
+      pass,
+      EphemeralRunnerSetPhase.Running,
+      undefined,
+      runnersHealthy,
+      true,
+    );
+    return sooner(result, statusDue);
   }
 }

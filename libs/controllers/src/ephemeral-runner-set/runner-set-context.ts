@@ -36,6 +36,11 @@ export interface EphemeralRunnerSetReconcilerOptions {
    * JobCompleted normally arrives well within it.
    */
   endedRunnerHoldMs?: number;
+  /**
+   * A change of the set's counts alone is written to its status at most once per this window (see
+   * RunnerSetStatusWriter.updateStatus); 0 writes every change.
+   */
+  statusCoalesceMs?: number;
   /** Whether to publish the gha_controller_*_ephemeral_runners gauges (upstream: metrics address not "0"). */
   publishMetrics?: boolean;
 }
@@ -88,6 +93,7 @@ export function runnerSetContext(
       actionsCallTimeoutMs: options.actionsCallTimeoutMs ?? 30_000,
       publishMetrics: options.publishMetrics ?? true,
       endedRunnerHoldMs,
+      statusCoalesceMs: options.statusCoalesceMs ?? 2_000,
     },
   };
 }

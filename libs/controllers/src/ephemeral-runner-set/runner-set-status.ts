@@ -7,7 +7,7 @@ import {
   ScaleSetCondition,
   ScaleSetConditionTypes,
 } from '@aro/api';
-import { OwnWrites, isNotFound } from '@aro/kube';
+import { type KeyedStore, OwnWrites, Result, done, isNotFound, requeueAfter } from '@aro/kube';
 import { isDeepStrictEqual } from 'node:util';
 import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import { findCondition, setCondition } from '../shared/conditions';
@@ -21,11 +21,14 @@ export class RunnerSetStatusWriter {
    * create runners again (each pass used to be slow enough, with a Secret read, to hide this).
    */
   private readonly ownWrites: OwnWrites;
+  /** Per set: when its status was last written, for the coalescing of count changes. */
+  private readonly lastWrittenAt: KeyedStore<number>;
 
   constructor(
     private readonly ctx: Pick<RunnerSetContext, 'client' | 'metrics' | 'memory' | 'now' | 'opts'>,
   ) {
     this.ownWrites = new OwnWrites(10_000, ctx.now, ctx.memory.slot('own status writes'));
+    this.lastWrittenAt = ctx.memory.slot('status written at');
   }
 
   /** How long the cached set (at `resourceVersion`) may still be behind our last status write. */
@@ -47,13 +50,24 @@ export class RunnerSetStatusWriter {
     });
   }
 
-  /** Writes the status when any counted value, the phase or the condition changed; never otherwise. */
+  /**
+   * Writes the status when any counted value, the phase or the condition changed; never otherwise.
+   *
+   * With `coalesce`, a change of the counts alone (the same phase and conditions, and the set neither
+   * becoming nor ceasing to be empty, nor to have Failed runners) is written at most once per
+   * `statusCoalesceMs`: the pass returns a requeue for the rest of the window, and the pass then (or any
+   * pass before it) writes the counts of that moment. In a burst every runner's start and end moved the
+   * counts, and each move was a status write here and one more on the AutoscalingRunnerSet, which mirrors
+   * them: about two of each per job. The gauges (publishCounts) are unaffected; `kubectl get` shows the
+   * counts within the window.
+   */
   async updateStatus(
     { obj: set, key, states, log }: RunnerSetPass,
     phase: EphemeralRunnerSetPhase,
     versionCondition?: { status: 'True' | 'False'; reason: string; message: string },
     runnersHealthy?: Omit<ScaleSetCondition, 'lastTransitionTime'>,
-  ): Promise<void> {
+    coalesce = false,
+  ): Promise<Result> {
     const current = set.status;
     let conditions = current?.conditions;
     if (runnersHealthy) conditions = setCondition(conditions, runnersHealthy, new Date(this.ctx.now()));
@@ -88,7 +102,17 @@ export class RunnerSetStatusWriter {
       (current.failedEphemeralRunners ?? 0) === desired.failedEphemeralRunners &&
       current.phase === desired.phase &&
       isDeepStrictEqual(current.conditions ?? [], desired.conditions ?? []);
-    if (unchanged) return;
+    if (unchanged) return done;
+    if (coalesce && current !== undefined) {
+      const sameShape =
+        current.phase === desired.phase &&
+        isDeepStrictEqual(current.conditions ?? [], desired.conditions ?? []) &&
+        (current.currentReplicas ?? 0) > 0 === (desired.currentReplicas ?? 0) > 0 &&
+        (current.failedEphemeralRunners ?? 0) > 0 === (desired.failedEphemeralRunners ?? 0) > 0;
+      const waitMs =
+        (this.lastWrittenAt.get(key) ?? -Infinity) + this.ctx.opts.statusCoalesceMs - this.ctx.now();
+      if (sameShape && waitMs > 0) return requeueAfter(waitMs);
+    }
     try {
       const written = await this.ctx.client.mergePatchStatus<EphemeralRunnerSet>(
         EphemeralRunnerSetKind,
@@ -99,9 +123,11 @@ export class RunnerSetStatusWriter {
         },
       );
       this.ownWrites.record(key, set.metadata?.resourceVersion, written.metadata?.resourceVersion);
+      this.lastWrittenAt.set(key, this.ctx.now());
       log.debug('Updated the status', { ...desired, conditions: undefined });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+    return done;
   }
 }
