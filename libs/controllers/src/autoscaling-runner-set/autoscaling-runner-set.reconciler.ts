@@ -37,7 +37,7 @@ import { ScaleSetStatusWriter } from './scale-set-status';
 import { ScaleSetSync } from './scale-set-sync';
 import { CredentialChangeWatch } from './credential-change';
 import { ForgottenProtection } from './forgotten-protection';
-import { findCondition, setCondition } from '../shared/conditions';
+import { findCondition } from '../shared/conditions';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -156,17 +156,11 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
       findCondition(ars.status?.conditions, ScaleSetConditionTypes.listenerConfigured)?.status === 'False'
     ) {
       // Configured since (the controller restarted with an image): say so instead of a stale refusal.
-      await this.status.patchStatus(ars, {
-        conditions: setCondition(
-          ars.status?.conditions,
-          {
-            type: ScaleSetConditionTypes.listenerConfigured,
-            status: 'True',
-            reason: 'ListenerImageConfigured',
-            message: 'The controller has a listener image',
-          },
-          new Date(this.ctx.now()),
-        ),
+      await this.status.setCondition(ars, {
+        type: ScaleSetConditionTypes.listenerConfigured,
+        status: 'True',
+        reason: 'ListenerImageConfigured',
+        message: 'The controller has a listener image',
       });
     }
     await this.status.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Running);

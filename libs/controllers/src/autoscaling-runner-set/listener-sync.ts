@@ -13,7 +13,7 @@ import type { Logger } from '@aro/observability';
 import { ListenerSettings, buildAutoscalingListener, listenerNameOf } from './runner-scale-set-resources';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ScaleSetStatusWriter } from './scale-set-status';
-import { findCondition, setCondition } from '../shared/conditions';
+import { findCondition } from '../shared/conditions';
 
 /**
  * The set's AutoscalingListener, in the controller namespace: created under upstream's name, recreated
@@ -152,17 +152,11 @@ export class ListenerSync {
         reason: ScaleSetReasons.listenerImageMissing,
       });
       this.ctx.events?.record(ars, 'Warning', ScaleSetReasons.listenerImageMissing, message);
-      await this.status.patchStatus(ars, {
-        conditions: setCondition(
-          ars.status?.conditions,
-          {
-            type: ScaleSetConditionTypes.listenerConfigured,
-            status: 'False',
-            reason: ScaleSetReasons.listenerImageMissing,
-            message,
-          },
-          new Date(this.ctx.now()),
-        ),
+      await this.status.setCondition(ars, {
+        type: ScaleSetConditionTypes.listenerConfigured,
+        status: 'False',
+        reason: ScaleSetReasons.listenerImageMissing,
+        message,
       });
     }
     await this.status.updateStatus(ars, runnerSet, AutoscalingRunnerSetPhase.Pending);

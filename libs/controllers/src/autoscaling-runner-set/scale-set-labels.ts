@@ -10,7 +10,7 @@ import type { Logger } from '@aro/observability';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import { scaleSetById, scaleSetLabelsOf } from './scale-set-registration';
 import type { ScaleSetStatusWriter } from './scale-set-status';
-import { findCondition, setCondition } from '../shared/conditions';
+import { findCondition } from '../shared/conditions';
 
 /** Label names as the service matches them (`runs-on` is case-insensitive), sorted and joined. */
 export function labelKey(labels: ReadonlyArray<{ name: string }> | undefined): string {
@@ -106,17 +106,11 @@ export class ScaleSetLabelsSync {
     const dropped = wanted.map((l) => l.name).filter((n) => !held.has(n.trim().toLowerCase()));
     if (dropped.length === 0) {
       if (previous && previous.status !== 'True') {
-        await this.status.patchStatus(ars, {
-          conditions: setCondition(
-            ars.status?.conditions,
-            {
-              type: ScaleSetConditionTypes.scaleSetLabelsCurrent,
-              status: 'True',
-              reason: ScaleSetReasons.scaleSetLabelsCurrent,
-              message: `Runner scale set ${scaleSetId} has the labels the set asks for`,
-            },
-            new Date(this.ctx.now()),
-          ),
+        await this.status.setCondition(ars, {
+          type: ScaleSetConditionTypes.scaleSetLabelsCurrent,
+          status: 'True',
+          reason: ScaleSetReasons.scaleSetLabelsCurrent,
+          message: `Runner scale set ${scaleSetId} has the labels the set asks for`,
         });
       }
       return;
@@ -133,17 +127,11 @@ export class ScaleSetLabelsSync {
     if (previous?.status !== 'False' || previous.message !== message) {
       this.ctx.events?.record(ars, 'Warning', ScaleSetReasons.scaleSetLabelsRefused, message);
     }
-    await this.status.patchStatus(ars, {
-      conditions: setCondition(
-        ars.status?.conditions,
-        {
-          type: ScaleSetConditionTypes.scaleSetLabelsCurrent,
-          status: 'False',
-          reason: ScaleSetReasons.scaleSetLabelsRefused,
-          message,
-        },
-        new Date(this.ctx.now()),
-      ),
+    await this.status.setCondition(ars, {
+      type: ScaleSetConditionTypes.scaleSetLabelsCurrent,
+      status: 'False',
+      reason: ScaleSetReasons.scaleSetLabelsRefused,
+      message,
     });
   }
 }

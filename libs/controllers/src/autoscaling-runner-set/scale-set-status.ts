@@ -37,17 +37,11 @@ export class ScaleSetStatusWriter {
     if (previous?.reason !== failure.reason || previous.message !== failure.message || attempts === 1) {
       this.ctx.events?.record(ars, 'Warning', failure.reason, failure.message);
     }
-    await this.patchStatus(ars, {
-      conditions: setCondition(
-        ars.status?.conditions,
-        {
-          type: ScaleSetConditionTypes.scaleSetReady,
-          status: 'False',
-          reason: failure.reason,
-          message: failure.message,
-        },
-        new Date(this.ctx.now()),
-      ),
+    await this.setCondition(ars, {
+      type: ScaleSetConditionTypes.scaleSetReady,
+      status: 'False',
+      reason: failure.reason,
+      message: failure.message,
     });
     return requeueAfter(waitMs);
   }
@@ -58,17 +52,11 @@ export class ScaleSetStatusWriter {
     this.ctx.failures.forget(key);
     const ready = findCondition(ars.status?.conditions, ScaleSetConditionTypes.scaleSetReady);
     if (hadFailures || ready?.status !== 'True') {
-      await this.patchStatus(ars, {
-        conditions: setCondition(
-          ars.status?.conditions,
-          {
-            type: ScaleSetConditionTypes.scaleSetReady,
-            status: 'True',
-            reason: 'ScaleSetReady',
-            message: `Runner scale set ${scaleSetId} is registered on the Actions service`,
-          },
-          new Date(this.ctx.now()),
-        ),
+      await this.setCondition(ars, {
+        type: ScaleSetConditionTypes.scaleSetReady,
+        status: 'True',
+        reason: 'ScaleSetReady',
+        message: `Runner scale set ${scaleSetId} is registered on the Actions service`,
       });
     }
   }
@@ -118,6 +106,16 @@ export class ScaleSetStatusWriter {
       runningEphemeralRunners: runnerSet.status?.runningEphemeralRunners ?? 0,
       failedEphemeralRunners: runnerSet.status?.failedEphemeralRunners ?? 0,
       ...(conditions ? { conditions } : {}),
+    });
+  }
+
+  /** Sets one condition (its transition time now when its status moves), written only when it differs. */
+  setCondition(
+    ars: AutoscalingRunnerSet,
+    condition: Omit<ScaleSetCondition, 'lastTransitionTime'>,
+  ): Promise<void> {
+    return this.patchStatus(ars, {
+      conditions: setCondition(ars.status?.conditions, condition, new Date(this.ctx.now())),
     });
   }
 
