@@ -64,7 +64,7 @@ describe('Switching a live scale set from per-pod to shared listener mode', () =
     await sim?.stop();
   });
 
-  it('leaves exactly one listener holding the session: the per-pod listener pod goes, and jobs are served', async () => {
+  it('leaves exactly one listener holding the session: the per-pod listener pod and its config Secret go, and jobs are served', async () => {
     const controllerNamespace = await createTestNamespace('switch-system');
     const namespace = await createTestNamespace('switch');
     await kube.create<V1Secret>(SecretKind, {
@@ -185,5 +185,8 @@ describe('Switching a live scale set from per-pod to shared listener mode', () =
     });
     expect(sessions().map((s) => s.sessionId)).toEqual([held.sessionId]);
     expect(await kube.list<V1Pod>(PodKind, { namespace: controllerNamespace })).toEqual([]);
+    // Nor is the per-pod listener's copy of the credentials left behind: its config Secret went with it.
+    const secrets = await kube.list<V1Secret>(SecretKind, { namespace: controllerNamespace });
+    expect(secrets.map((x) => x.metadata?.name)).toEqual([chart.controllerEnv.LISTENER_SHARED_CONFIG_SECRET]);
   });
 });
