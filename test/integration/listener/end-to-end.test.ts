@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { V1Container, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
   AutoscalingListener,
@@ -32,8 +32,8 @@ import { ListenerPlayer } from '../../harness/listener-player';
 import { RunnerPlayer } from '../../harness/runner-player';
 import { SharedListenerReplicas } from '../../harness/shared-listener-replicas';
 import { BootedApp, bootControllerApp } from '../controller-app/boot';
-import { CHARTS, findManifest, render } from '../charts/helm-chart';
 import { serviceAccountKubeconfig } from '../charts/install';
+import { sharedListenerChart } from './shared-listener-chart';
 
 /*
  * The whole of scale-set mode: AutoscalingRunnerSet -> (controller) scale set, EphemeralRunnerSet,
@@ -48,38 +48,6 @@ import { serviceAccountKubeconfig } from '../charts/install';
  */
 const MAX_RUNNERS = 10;
 const JOBS = 50;
-const SHARED_RELEASE = 'aro';
-
-/** The chart rendered in shared mode: the shared listener's objects and the controller's env for it. */
-async function sharedListenerChart(namespace: string) {
-  const manifests = await render(CHARTS.controller, {
-    release: SHARED_RELEASE,
-    namespace,
-    setJson: { listener: { mode: 'shared' } },
-  });
-  const manager = (
-    findManifest(manifests, 'Deployment', 'aro-gha-rs-controller') as unknown as V1Deployment
-  ).spec?.template.spec?.containers.find((c) => c.name === 'manager');
-  const env = (name: string): string => manager?.env?.find((e) => e.name === name)?.value ?? '';
-  const serviceAccount = env('LISTENER_SHARED_SERVICE_ACCOUNT');
-  const deployment = findManifest(manifests, 'Deployment', serviceAccount) as unknown as V1Deployment;
-  const container = deployment.spec?.template.spec?.containers.find((c) => c.name === 'listener');
-  if (!container) throw new Error('the shared listener Deployment has no listener container');
-  const objects = ['ServiceAccount', 'Role', 'RoleBinding'].map((kind) =>
-    findManifest(manifests, kind, serviceAccount),
-  );
-  return {
-    objects,
-    container: container as V1Container,
-    replicas: deployment.spec?.replicas ?? 1,
-    controllerEnv: {
-      LISTENER_MODE: env('LISTENER_MODE'),
-      LISTENER_SHARED_SERVICE_ACCOUNT: serviceAccount,
-      LISTENER_SHARED_CONFIG_SECRET: env('LISTENER_SHARED_CONFIG_SECRET'),
-    },
-  };
-}
-
 describe.each(['pod', 'shared'] as const)('Scale-set mode end to end, listener mode %s', (mode) => {
   jest.setTimeout(600_000);
   let sim: RunningSimulator;

@@ -2,8 +2,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { V1RoleBinding } from '@kubernetes/client-node';
-import { KubeClient, RoleBindingKind } from '@aro/kube';
+import type { V1Role, V1RoleBinding, V1Secret } from '@kubernetes/client-node';
+import { KubeClient, RoleBindingKind, RoleKind, SecretKind } from '@aro/kube';
 import type { RunningSimulator } from '../../../apps/simulator/src';
 import {
   startSharedListenerApp,
@@ -137,6 +137,83 @@ describe('A shared listener serving several scale sets', () => {
     await b.waitForSpec((s) => s.replicas === 3, 'b: 2 assigned + 1 min, after a left');
     const after = (await scrape('/metrics')).body;
     expect(after).not.toContain(`namespace="${a.namespace}"`);
+  });
+
+  it('restarts a scale set’s loop when its config changes (bounds, rotated credentials), and only then', async () => {
+    for (let i = 0; i < 2; i++)
+      fixtures.push(await listenerFixture(sim, { maxRunners: 2, prefix: 'shared-config' }));
+    const [a, b] = fixtures;
+    // The configs Secret, as the AutoscalingListener controller keeps it (one key per scale set), and
+    // the chart's rule for the shared listener: `get` on that one Secret.
+    const admin = new KubeClient(testKubeConfig());
+    const configs = 'shared-listener-configs';
+    const json = (config: unknown, space?: number) =>
+      Buffer.from(JSON.stringify(config, null, space)).toString('base64');
+    const writeConfigs = (data: Record<string, string>) =>
+      admin.mergePatch(SecretKind, a.namespace, configs, { data });
+    await admin.create<V1Secret>(SecretKind, {
+      metadata: { name: configs, namespace: a.namespace },
+      data: { 'a.json': json(a.config) },
+    });
+    const user = `shared-config-${process.pid}`;
+    await admin.create<V1Role>(RoleKind, {
+      metadata: { name: 'shared-configs', namespace: a.namespace },
+      rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [configs], verbs: ['get'] }],
+    });
+    await admin.create<V1RoleBinding>(RoleBindingKind, {
+      metadata: { name: 'shared-configs', namespace: a.namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'shared-configs' },
+      subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }],
+    });
+    // Rescans are the test's (awaited: the configs were read and applied when it returns).
+    app = await startSharedListenerApp({
+      configSecret: { namespace: a.namespace, name: configs },
+      rescanMs: 3_600_000,
+      logger: testLogger(),
+      metricsEndpoint: '/metrics',
+      owner: 'shared-listener-0',
+      kubeConfig: await sharedUser(user),
+      tuning: FAST_TUNING,
+    });
+    const first = await waitFor(() => sessionOf(a), { description: 'a’s session' });
+    for (let i = 0; i < 4; i++) sim.enqueueJob({ scaleSetId: a.scaleSetId });
+    await a.waitForSpec((s) => s.replicas === 2, 'a: 4 jobs assigned, maxRunners 2');
+
+    // Unrelated changes: a's config written again as another text of the same config, another set's
+    // key added; then a resync of all of it. The listener read each (b is served), a kept its session.
+    await writeConfigs({ 'a.json': json(a.config, 2), 'b.json': json(b.config) });
+    await app.rescan();
+    expect(app.host.keys().sort()).toEqual(['a', 'b']);
+    const bSession = await waitFor(() => sessionOf(b), { description: 'b served from the key added' });
+    await app.rescan();
+    expect(sessionOf(a)?.sessionId).toBe(first.sessionId);
+
+    // New bounds: a's loop restarts (a new session) and the new maximum is applied; b is left alone.
+    await writeConfigs({ 'a.json': json({ ...a.config, max_runners: 4 }) });
+    await app.rescan();
+    const second = await waitFor(
+      () => {
+        const s = sessionOf(a);
+        return s && s.sessionId !== first.sessionId ? s : undefined;
+      },
+      { description: 'a new session for a after its maxRunners changed' },
+    );
+    await a.waitForSpec((s) => s.replicas === 4, 'a: 4 jobs assigned, maxRunners 4');
+    expect(sessionOf(b)?.sessionId).toBe(bSession.sessionId);
+
+    // Rotated credentials: a restarts on the new token.
+    sim.addPat('ghp_rotated');
+    await writeConfigs({ 'a.json': json({ ...a.config, max_runners: 4, github_token: 'ghp_rotated' }) });
+    await app.rescan();
+    await waitFor(
+      () => {
+        const s = sessionOf(a);
+        return s && s.sessionId !== second.sessionId ? s : undefined;
+      },
+      { description: 'a new session for a after its token was rotated' },
+    );
+    expect(sessionOf(b)?.sessionId).toBe(bSession.sessionId);
+    admin.close();
   });
 
   it('fails over on kill -9: a standby process takes every session once the dead one’s expire', async () => {

@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
   API_VERSION,
@@ -57,6 +57,11 @@ export interface ScaleSetFixtureOptions {
    * app left is what the second one finds). The GitHub config secret is not created again.
    */
   namespacesOf?: Pick<ScaleSetFixture, 'namespace' | 'controllerNamespace'>;
+  /**
+   * The identity the app runs as (a user the test grants rights by RBAC); the control plane's admin
+   * when absent. The fixture's own client (`kube`, `read`, `list`) stays the admin.
+   */
+  controllerKubeConfig?: KubeConfig;
 }
 
 export interface ScaleSetFixture {
@@ -172,7 +177,7 @@ export async function startScaleSetFixture(
       ...opts.env,
     }),
     logger,
-    kubeConfig,
+    kubeConfig: opts.controllerKubeConfig ?? kubeConfig,
     managerStart: 'manual',
     overrides: {
       ephemeralRunner: {

@@ -8,12 +8,15 @@ import {
   EphemeralRunnerSetKind,
   ScaleSetConditionTypes,
   ScaleSetReasons,
+  listenerConfigSecretName,
 } from '@aro/api';
 import {
+  type KeyedStore,
   PodKind,
   Result,
   RoleBindingKind,
   RoleKind,
+  SecretKind,
   ServiceAccountKind,
   deleteIgnoringNotFound,
   getIgnoringNotFound,
@@ -41,14 +44,19 @@ import { setCondition } from '../shared/conditions';
  * namespace gone) requeues alone.
  */
 export class SharedListenerPath {
+  /** Listeners whose per-pod config Secret this process has deleted or found gone (forgotten with them). */
+  private readonly podConfigGone: KeyedStore<true>;
+
   constructor(
     private readonly ctx: ListenerContext,
     private readonly config: ListenerConfigWriter,
-  ) {}
+  ) {
+    this.podConfigGone = ctx.memory.slot('pod-mode config secret gone');
+  }
 
   async reconcile(pass: ListenerPass, ars: AutoscalingRunnerSet): Promise<Result> {
     const { obj: listener, key, log } = pass;
-    await this.removePodModeLeftovers(listener, log);
+    await this.removePodModeLeftovers(listener, key, log);
     await this.applyUnlessCachedUpToDate(RoleKind, buildRole(listener), log);
     await this.applyUnlessCachedUpToDate(
       RoleBindingKind,
@@ -84,9 +92,16 @@ export class SharedListenerPath {
 
   /**
    * A listener that ran in a pod before the switch to shared mode: its pod would hold the session the
-   * shared listener needs (409 for both until one gives up), so it goes, with its ServiceAccount.
+   * shared listener needs (409 for both until one gives up), so it goes, with its ServiceAccount and
+   * its config Secret (a copy of the set's credentials nothing reads or refreshes any more; its owner
+   * reference would keep it until the listener goes). Secrets are not watched, so the Secret is deleted
+   * blind, once per listener and process, not on every status pass.
    */
-  private async removePodModeLeftovers(listener: AutoscalingListener, log: Logger): Promise<void> {
+  private async removePodModeLeftovers(
+    listener: AutoscalingListener,
+    key: string,
+    log: Logger,
+  ): Promise<void> {
     const { namespace = '', name = '' } = listener.metadata ?? {};
     const pod = await getIgnoringNotFound<V1Pod>(this.ctx.cache, PodKind, namespace, name);
     if (pod && !pod.metadata?.deletionTimestamp) {
@@ -102,6 +117,10 @@ export class SharedListenerPath {
       name,
     );
     if (sa) await deleteIgnoringNotFound(this.ctx.client, ServiceAccountKind, namespace, name);
+    if (!this.podConfigGone.get(key)) {
+      await deleteIgnoringNotFound(this.ctx.client, SecretKind, namespace, listenerConfigSecretName(name));
+      this.podConfigGone.set(key, true);
+    }
   }
 
   private async reportSession(listener: AutoscalingListener, key: string): Promise<void> {
