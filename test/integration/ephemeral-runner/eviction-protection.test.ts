@@ -25,7 +25,7 @@ import {
 } from './fixture';
 
 /**
- * Busy runners survive voluntary disruption (libs/controllers/src/ephemeral-runner/eviction-protection.ts):
+ * Busy runners survive voluntary disruption (libs/controllers/src/ephemeral-runner/eviction-protection.ts and shared/busy-marks.ts):
  * the test drains a node as `kubectl drain` does, through the Eviction API, and plays the kubelet.
  */
 describe('EphemeralRunner eviction protection', () => {

@@ -1,6 +1,6 @@
 import { Annotations, AutoscalingRunnerSet, ScaleSetConditionTypes, integrityHash } from '@aro/api';
 import { Result, requeueAfter } from '@aro/kube';
-import { classifyScaleSetFailure } from '../autoscaling-runner-set/failure-reasons';
+import { classifyScaleSetFailure } from '../shared/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
 import type { ListenerConfigStore } from './listener-config-store';
 import {

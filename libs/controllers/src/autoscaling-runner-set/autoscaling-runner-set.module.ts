@@ -1,7 +1,7 @@
 import { controllerModule } from '@aro/kube';
 import { type ControllerModuleOptions } from '../shared/controller-module';
 import { controllerPartsOf } from '../shared/controller-parts';
-import { ScaleSetLedger } from '../ephemeral-runner/scale-set-ledger';
+import { ScaleSetLedger } from '../registrations/scale-set-ledger';
 import { type AutoscalingRunnerSetControllerConfig, setupAutoscalingRunnerSetController } from './setup';
 
 export type AutoscalingRunnerSetModuleOptions = ControllerModuleOptions<AutoscalingRunnerSetControllerConfig>;

@@ -4,7 +4,7 @@ export {
   type AutoscalingRunnerSetReconcilerOptions,
 } from './autoscaling-runner-set.reconciler';
 export { removeCleanupProtection } from './cleanup-protection';
-export { classifyScaleSetFailure, type ClassifiedFailure } from './failure-reasons';
+export { classifyScaleSetFailure, type ClassifiedFailure } from '../shared/failure-reasons';
 export {
   UNBOUNDED_MAX_RUNNERS,
   buildAutoscalingListener,

@@ -19,7 +19,7 @@ import type { Logger } from '@aro/observability';
 import { isActionsNotFound } from '@aro/actions';
 import { configHolderOfScaleSet } from '@aro/secrets';
 import { removeCleanupProtection } from './cleanup-protection';
-import { classifyScaleSetFailure } from './failure-reasons';
+import { classifyScaleSetFailure } from '../shared/failure-reasons';
 import { scaleSetIdOf } from './runner-scale-set-resources';
 import { runnerGroupId } from './scale-set-registration';
 import type { ScaleSetContext, ScaleSetPass } from './runner-scale-set-context';

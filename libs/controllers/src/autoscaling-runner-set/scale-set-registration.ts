@@ -6,7 +6,7 @@ import {
 } from '@aro/api';
 import { ActionsServiceClient, RunnerScaleSet, isActionsNotFound } from '@aro/actions';
 import type { Reader } from '@aro/kube';
-import { RunnerGroupNotFoundError, ScaleSetClaimedError } from './failure-reasons';
+import { RunnerGroupNotFoundError, ScaleSetClaimedError } from '../shared/failure-reasons';
 import { scaleSetName } from './runner-scale-set-resources';
 
 /*

@@ -11,8 +11,8 @@ import {
 } from '@aro/api';
 import { Result, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { mirroredRunnersHealthy } from '../ephemeral-runner-set/runner-failure-condition';
-import { classifyScaleSetFailure } from './failure-reasons';
+import { mirroredRunnersHealthy } from '../shared/runners-healthy';
+import { classifyScaleSetFailure } from '../shared/failure-reasons';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import { describeError } from '../shared/describe-error';
 import { findCondition, setCondition } from '../shared/conditions';

@@ -8,4 +8,5 @@ export { buildEphemeralRunner, buildRunnerProxySecret, proxySecretData } from '.
 export { idleRunnerCandidates, runnersByState, type RunnersByState } from './runner-states';
 export * from './setup';
 export * from './ephemeral-runner-set.module';
-export { REASON_RUNNER_READY, RUNNERS_HEALTHY_CONDITION } from './runner-failure-condition';
+export { REASON_RUNNER_READY } from './runner-failure-condition';
+export { RUNNERS_HEALTHY_CONDITION } from '../shared/runners-healthy';

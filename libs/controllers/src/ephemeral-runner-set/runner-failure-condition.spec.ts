@@ -1,5 +1,6 @@
 import type { EphemeralRunner, EphemeralRunnerSet } from '@aro/api';
-import { RunnerFailureCondition, mirroredRunnersHealthy } from './runner-failure-condition';
+import { mirroredRunnersHealthy } from '../shared/runners-healthy';
+import { RunnerFailureCondition } from './runner-failure-condition';
 import { type RunnersByState, runnersByState } from './runner-states';
 
 const failed = (uid: string, reason: string): EphemeralRunner =>

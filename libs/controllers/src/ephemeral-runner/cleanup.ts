@@ -10,7 +10,7 @@ import {
   objectKey,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isBeingDeleted, podDeleteOptions, podTerminated } from './pod-state';
+import { isBeingDeleted, podDeleteOptions, podTerminated } from '../shared/pod-state';
 import { type RunnerContext } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
 

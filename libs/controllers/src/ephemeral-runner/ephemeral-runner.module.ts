@@ -5,8 +5,8 @@ import { type ProviderLookup, controllerModule } from '@aro/kube';
 import { controllerPartsOf } from '../shared/controller-parts';
 import { RunnerExtension, isRunnerLifecycleObserver, isRunnerPodMutator } from './extensions';
 import { type EphemeralRunnerControllerConfig, setupEphemeralRunnerController } from './setup';
-import { ScaleSetLedger } from './scale-set-ledger';
-import { UnregistrationQueue, actionsClientsFrom } from './unregistration-queue';
+import { ScaleSetLedger } from '../registrations/scale-set-ledger';
+import { UnregistrationQueue, actionsClientsFrom } from '../registrations/unregistration-queue';
 
 export interface EphemeralRunnerModuleOptions extends EphemeralRunnerControllerConfig {
   /**

@@ -34,7 +34,7 @@ import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
 import { KnownJitSecrets } from './known-jit-secrets';
-import { isBeingDeleted, podTerminated } from './pod-state';
+import { isBeingDeleted, podTerminated } from '../shared/pod-state';
 import { linkRunnerToJob } from './job-link';
 import {
   type EphemeralRunnerReconcilerDeps,
@@ -42,7 +42,7 @@ import {
   type RunnerContext,
   deleteRunnerOnce,
 } from './reconciler-context';
-import { runnerSelfDeregistered } from './runner-registration';
+import { runnerSelfDeregistered } from '../registrations/runner-registration';
 import { RunnerPods } from './runner-pod';
 import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';

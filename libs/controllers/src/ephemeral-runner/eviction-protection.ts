@@ -2,18 +2,19 @@ import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 import { EphemeralRunner, type ResourceKind, hasJob } from '@aro/api';
 import { PodKind, type Result, isAlreadyExists, isConflict, isNotFound, done } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isBeingDeleted, podTerminated, runnerProcessExited } from './pod-state';
+import { isBeingDeleted, podTerminated, runnerProcessExited } from '../shared/pod-state';
 import { type RunnerContext, deleteRunnerOnce, runnerKey } from './reconciler-context';
 import { describeError } from '../shared/describe-error';
+import {
+  BUSY_RUNNER_LABEL,
+  DO_NOT_DISRUPT_ANNOTATION,
+  SAFE_TO_EVICT_ANNOTATION,
+  busyMarksRemoval,
+  podMarkedBusy,
+} from '../shared/busy-marks';
 import { carriesJobLink, jobLinkMetadata } from './job-link';
 import type { RunnerStatusWriter } from './status-writer';
 
-/** On a runner pod while its runner executes a job: what the busy-runner PodDisruptionBudget selects. */
-export const BUSY_RUNNER_LABEL = 'actions.github.com/runner-busy';
-/** Cluster Autoscaler does not scale down a node with a pod annotated so. */
-export const SAFE_TO_EVICT_ANNOTATION = 'cluster-autoscaler.kubernetes.io/safe-to-evict';
-/** Karpenter neither consolidates nor expires a node with a pod annotated so. */
-export const DO_NOT_DISRUPT_ANNOTATION = 'karpenter.sh/do-not-disrupt';
 /** The PodDisruptionBudget this controller keeps in each namespace it runs runners in. */
 export const BUSY_RUNNERS_PDB_NAME = 'aro-busy-runners';
 /** The Event reason of an idle runner whose pod was evicted or deleted from under it. */
@@ -54,28 +55,6 @@ function busyRunnersBudget(namespace: string): V1PodDisruptionBudget {
       selector: { matchLabels: { [BUSY_RUNNER_LABEL]: 'true' } },
     },
   };
-}
-
-/** The merge patch that lifts the busy label and annotations, pinned to the pod read by its UID. */
-export function busyMarksRemoval(uid: string): {
-  metadata: { uid: string; labels: Record<string, null>; annotations: Record<string, null> };
-} {
-  return {
-    metadata: {
-      uid,
-      labels: { [BUSY_RUNNER_LABEL]: null },
-      annotations: { [SAFE_TO_EVICT_ANNOTATION]: null, [DO_NOT_DISRUPT_ANNOTATION]: null },
-    },
-  };
-}
-
-/** Whether the pod carries the busy label and both autoscaler annotations. */
-export function podMarkedBusy(pod: V1Pod): boolean {
-  return (
-    pod.metadata?.labels?.[BUSY_RUNNER_LABEL] === 'true' &&
-    pod.metadata?.annotations?.[SAFE_TO_EVICT_ANNOTATION] === 'false' &&
-    pod.metadata?.annotations?.[DO_NOT_DISRUPT_ANNOTATION] === 'true'
-  );
 }
 
 /** Whether the pod carries any of the busy label and the autoscaler annotations. */

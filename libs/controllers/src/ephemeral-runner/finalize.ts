@@ -20,7 +20,7 @@ import {
   registeredRunnerId,
   removeRunnerOfLivePod,
   runnerSelfDeregistered,
-} from './runner-registration';
+} from '../registrations/runner-registration';
 import type { RunnerStatusWriter } from './status-writer';
 import { describeError } from '../shared/describe-error';
 

@@ -5,18 +5,10 @@ export type {
 } from './ephemeral-runner.reconciler';
 export * from './extensions';
 export * from './failure-backoff';
-export {
-  FIRST_AUDIT_DELAY_MS,
-  OrphanRegistrationSweep,
-  type OrphanRegistrationSweepOptions,
-} from './orphan-sweep';
 export { EphemeralRunnerPhaseMetrics } from './phase-metrics';
-export { podTerminated, podReady, initContainerFailed, runnerContainerStatus } from './pod-state';
 export { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
-export { runnerSelfDeregistered } from './runner-registration';
-export { buildJitSecret, buildRunnerPod, proxyEnv, runnerIdFromSecret } from './runner-resources';
+export { buildJitSecret, buildRunnerPod, proxyEnv } from './runner-resources';
 export * from './setup';
-export * from './unregistration-queue';
 export {
   EPHEMERAL_RUNNER_MODULE_OPTIONS,
   EphemeralRunnerModule,
@@ -24,26 +16,9 @@ export {
   type EphemeralRunnerModuleOptions,
 } from './ephemeral-runner.module';
 export {
-  UNREGISTRATION_MODULE_OPTIONS,
-  UnregistrationModule,
-  UnregistrationWorkers,
-  type UnregistrationModuleOptions,
-} from './unregistration.module';
-export {
-  SCALE_SET_LEDGER_NAME,
-  ScaleSetLedger,
-  holderOf,
-  rememberingScaleSets,
-  type ScaleSetLedgerEntry,
-  type ScaleSetLedgerOptions,
-} from './scale-set-ledger';
-export {
-  BUSY_RUNNER_LABEL,
   BUSY_RUNNERS_PDB_NAME,
-  DO_NOT_DISRUPT_ANNOTATION,
   PodDisruptionBudgetKind,
   REASON_RUNNER_POD_EVICTED,
-  SAFE_TO_EVICT_ANNOTATION,
 } from './eviction-protection';
 export {
   DEFAULT_RUNNER_START_TIMEOUT_MS,

@@ -17,10 +17,15 @@ import {
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { REGISTRATION_RETRY_MS, type RunnerContext } from './reconciler-context';
-import { isUnfixableByRetry } from './config-failure';
-import { FatalRegistrationError, RetryableRegistrationError, createJitConfig } from './runner-registration';
+import { isUnfixableByRetry } from '../shared/config-failure';
+import {
+  FatalRegistrationError,
+  RetryableRegistrationError,
+  createJitConfig,
+} from '../registrations/runner-registration';
 import type { JitIdentity } from './known-jit-secrets';
-import { buildJitSecret, runnerIdFromSecret, runnerNameFromSecret } from './runner-resources';
+import { buildJitSecret } from './runner-resources';
+import { runnerIdFromSecret, runnerNameFromSecret } from '../shared/jit-secret-fields';
 import type { RunnerStatusWriter } from './status-writer';
 import { describeError } from '../shared/describe-error';
 

@@ -1,6 +1,6 @@
 import type { EphemeralRunner } from '@aro/api';
 import { type KeyedStore, ObjectMemory } from '@aro/kube';
-import { runnerKey } from './reconciler-context';
+import { objectKey as runnerKey } from '@aro/kube';
 
 /** The registration a jitconfig secret records: what the status publishes once the pod runs. */
 export interface JitIdentity {

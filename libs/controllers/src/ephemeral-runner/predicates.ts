@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import type { EphemeralRunner } from '@aro/api';
 import type { Predicate } from '@aro/kube';
-import { podReady } from './pod-state';
+import { podReady } from '../shared/pod-state';
 
 /*
  * These predicates only keep work out of the queue. Each is the projection of the fields its

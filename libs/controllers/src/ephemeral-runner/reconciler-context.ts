@@ -6,7 +6,7 @@ import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import type { KnownJitSecrets } from './known-jit-secrets';
 import type { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import type { SlowRetries } from './slow-retry';
-import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+import type { ActionsClientProvider, UnregistrationQueue } from '../registrations/unregistration-queue';
 
 /*
  * What the parts of the EphemeralRunner reconciler share: its dependencies, its settings and small

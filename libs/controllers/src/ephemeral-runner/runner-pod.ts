@@ -24,7 +24,7 @@ import {
 import type { Logger } from '@aro/observability';
 import type { RunnerCleanup } from './cleanup';
 import type { RunnerFinalization } from './finalize';
-import { initContainerFailed, isBeingDeleted, podReady, runnerContainerStatus } from './pod-state';
+import { initContainerFailed, isBeingDeleted, podReady, runnerContainerStatus } from '../shared/pod-state';
 import {
   POD_ALREADY_EXISTS_REQUEUE_MS,
   QUOTA_RECREATE_AFTER_MS,

@@ -11,8 +11,8 @@ import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
 import { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 import { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
-import { type ScaleSetLedger, rememberingScaleSets } from './scale-set-ledger';
-import type { ActionsClientProvider, UnregistrationQueue } from './unregistration-queue';
+import { type ScaleSetLedger, rememberingScaleSets } from '../registrations/scale-set-ledger';
+import type { ActionsClientProvider, UnregistrationQueue } from '../registrations/unregistration-queue';
 
 export interface EphemeralRunnerControllerConfig {
   /** Put in the runner's User-Agent, e.g. `aro/0.1.0`. */

@@ -3,7 +3,7 @@ import { EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
 import { type Result, done, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { RunnerFinalization } from './finalize';
-import { isBeingDeleted } from './pod-state';
+import { isBeingDeleted } from '../shared/pod-state';
 import type { RunnerContext } from './reconciler-context';
 import type { RunnerStatusWriter } from './status-writer';
 

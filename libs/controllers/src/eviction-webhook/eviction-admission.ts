@@ -4,10 +4,10 @@ import { type ActionsServiceClient, isActionsNotFound, isJobStillRunning } from 
 import { type KubeApi, PodKind, isConflict, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
-import { busyMarksRemoval } from '../ephemeral-runner/eviction-protection';
-import { isBeingDeleted, podTerminated, runnerProcessExited } from '../ephemeral-runner/pod-state';
-import { onceAsync, registeredRunnerId } from '../ephemeral-runner/runner-registration';
-import type { ActionsClientProvider } from '../ephemeral-runner/unregistration-queue';
+import { busyMarksRemoval } from '../shared/busy-marks';
+import { isBeingDeleted, podTerminated, runnerProcessExited } from '../shared/pod-state';
+import { onceAsync, registeredRunnerId } from '../registrations/runner-registration';
+import type { ActionsClientProvider } from '../registrations/unregistration-queue';
 import { describeError } from '../shared/describe-error';
 import { type AdmissionRequest, type AdmissionResponse, EVICTION_REFUSED_CODE } from './admission-review';
 

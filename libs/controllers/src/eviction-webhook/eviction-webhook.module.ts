@@ -11,7 +11,7 @@ import { LOGGER, type Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
 import { describeError } from '../shared/describe-error';
-import { actionsClientsFrom } from '../ephemeral-runner/unregistration-queue';
+import { actionsClientsFrom } from '../registrations/unregistration-queue';
 import type { EventsMode } from '../shared/controller-parts';
 import { EvictionAdmission } from './eviction-admission';
 import type { PemPair } from './certificate-issuer';

@@ -10,9 +10,9 @@ import type { ActionsServiceClient, RunnerScaleSetJitRunnerConfig } from '@aro/a
 import { isActionsNotFound, isRunnerExists } from '@aro/actions';
 import { PodKind, Reader, SecretKind, TerminalError, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isUnusableConfig } from './config-failure';
-import { isBeingDeleted, podTerminated } from './pod-state';
-import { runnerIdFromSecret } from './runner-resources';
+import { isUnusableConfig } from '../shared/config-failure';
+import { isBeingDeleted, podTerminated } from '../shared/pod-state';
+import { runnerIdFromSecret } from '../shared/jit-secret-fields';
 
 /** Registration failed in a way a prompt retry can fix (the conflicting registration is gone now). */
 export class RetryableRegistrationError extends Error {

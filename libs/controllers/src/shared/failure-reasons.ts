@@ -1,7 +1,7 @@
 import { ProxyConfig, ScaleSetReasons } from '@aro/api';
 import { InvalidConfigUrlError, isProxyFailure, isTlsFailure, isUnauthorized } from '@aro/actions';
 import { isCredentialFailure, isSecretResolutionError, isVaultUnavailable } from '@aro/secrets';
-import { describeError } from '../shared/describe-error';
+import { describeError } from './describe-error';
 
 export interface ClassifiedFailure {
   reason: string;
