@@ -1,3 +1,4 @@
+import { DEFAULT_UPSTREAM_COMPATIBILITY, UPSTREAM_COMPATIBILITY_VERSIONS } from '@aro/api';
 import { parseLogLevel } from '@aro/observability';
 import { z } from 'zod';
 
@@ -198,6 +199,12 @@ export const controllerEnvSchema = z
       ),
     /** How a runner template change reaches a busy scale set: eventual drains it first, immediate does not. */
     UPDATE_STRATEGY: z.enum(['immediate', 'eventual']).default('eventual'),
+    /**
+     * The upstream controller version ARO stays able to hand back to (docs/migrating.md): the
+     * EphemeralRunnerSet finalizer it writes is the one that version removes (0.14.2 and main named it
+     * differently). Sets carrying another version's name get this one in its place.
+     */
+    UPSTREAM_COMPATIBILITY: z.enum(UPSTREAM_COMPATIBILITY_VERSIONS).default(DEFAULT_UPSTREAM_COMPATIBILITY),
     /**
      * Scale sets with `vaultConfig.type: azure_key_vault`: the Entra ID authority (Azure's own variable
      * name; a sovereign cloud's, or the public cloud when empty), whether to skip its instance

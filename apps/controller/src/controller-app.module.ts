@@ -113,6 +113,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     excludeLabelPropagationPrefixes: config.EXCLUDE_LABEL_PROPAGATION_PREFIXES,
     events: config.EVENTS,
     now: options.now,
+    upstreamCompatibility: config.UPSTREAM_COMPATIBILITY,
     ...overrides.ephemeralRunnerSet,
   };
   const autoscalingRunnerSet: AutoscalingRunnerSetModuleOptions = {

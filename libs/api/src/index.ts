@@ -11,3 +11,4 @@ export * from './v1alpha1/listener-config';
 export { crdManifests, crdManifestPaths, CRD_DIRECTORY } from './crd/crd-manifests';
 export { ApiModule } from './api.module';
 export * from './v1alpha1/scale-set';
+export * from './v1alpha1/upstream-compat';

@@ -145,6 +145,8 @@ describe('Taking over a scale set from upstream in place', () => {
         POD_NAMESPACE: controllerNamespace,
         LEADER_ELECTION: 'false',
         CONTROLLER_MANAGER_CONTAINER_IMAGE: 'aro:test',
+        // The version this cluster came from is the one it can go back to (docs/migrating.md).
+        UPSTREAM_COMPATIBILITY: layout === 'head' ? 'main' : '0.14.2',
       });
 
       // It replaces upstream's listener (its pod deleted, its session closed) with its own.
@@ -249,8 +251,11 @@ describe('Taking over a scale set from upstream in place', () => {
         [Upstream.runnerGroupAnnotation]: 'Default',
       });
       // Upstream looks its EphemeralRunnerSet up by the ARS's name, and its listener by scaleSetListenerName.
+      // The set carries the one finalizer name that version removes (any other would keep it Terminating).
       const ers = await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, state.arsName);
-      expect(ers.metadata?.finalizers).toContain(Upstream.ersFinalizer);
+      expect(ers.metadata?.finalizers).toEqual([
+        layout === 'head' ? Upstream.ersFinalizer : Upstream.ersFinalizer0142,
+      ]);
       expect(ers.metadata?.ownerReferences?.[0]).toMatchObject({
         kind: 'AutoscalingRunnerSet',
         controller: true,

@@ -11,7 +11,10 @@ export const GROUP_VERSION = 'actions.github.com/v1alpha1';
 /** Upstream's finalizers and annotation keys (controllers/actions.github.com/*_controller.go, constants.go). */
 export const Upstream = {
   arsFinalizer: 'autoscalingrunnerset.actions.github.com/finalizer',
+  /** The EphemeralRunnerSet finalizer on upstream's main (#4516). */
   ersFinalizer: 'ephemeralrunnerset.actions.github.com/finalizer',
+  /** The EphemeralRunnerSet finalizer of the 0.14.2 release (ephemeralrunnerset_controller.go there). */
+  ersFinalizer0142: 'ephemeralrunner.actions.github.com/finalizer',
   erFinalizer: 'ephemeralrunner.actions.github.com/finalizer',
   erRegistrationFinalizer: 'ephemeralrunner.actions.github.com/runner-registration-finalizer',
   listenerFinalizer: 'autoscalinglistener.actions.github.com/finalizer',

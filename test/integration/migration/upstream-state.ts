@@ -20,6 +20,7 @@ import {
 import { DEFAULT_PAT, type RunningSimulator } from '../../../apps/simulator/src';
 import { runnerContainerRunning } from '../../harness/pod-lifecycle';
 import { writeUpstreamListener } from './upstream-listener';
+import { chartRunnerTemplate, upstreamSerializedRunnerSpec } from './upstream-serialized';
 import {
   GROUP_VERSION,
   UPSTREAM_VERSION,
@@ -57,8 +58,9 @@ export interface UpstreamScaleSet {
   sessionId: string;
   /** Runners with a job running, and the job each holds. */
   busy: Array<{ runner: string; runnerId: number; jobId: string }>;
-  /** A runner registered and online without a job. */
+  /** A runner registered and online without a job (the first of `idleRunners`). */
   idle: { runner: string; runnerId: number };
+  idleRunners: Array<{ runner: string; runnerId: number }>;
   /** Chart objects the ARS cleanup annotations name. */
   chartSecret: string;
   chartServiceAccount: string;
@@ -67,7 +69,8 @@ export interface UpstreamScaleSet {
 
 /**
  * Writes upstream's state for scale set `arsName` in `namespace` (listener in `controllerNamespace`)
- * with `busy` runners running a job each and one idle runner, on the cluster and on the simulator.
+ * with `busy` runners running a job each and `idle` idle runners (1 unless given), on the cluster and
+ * on the simulator.
  */
 export async function writeUpstreamState(
   kube: KubeClient,
@@ -77,6 +80,8 @@ export async function writeUpstreamState(
     controllerNamespace: string;
     arsName: string;
     busy: number;
+    idle?: number;
+    minRunners?: number;
     maxRunners: number;
     layout: UpstreamLayout;
   },
@@ -134,13 +139,7 @@ export async function writeUpstreamState(
     credentials: { kind: 'pat', token: DEFAULT_PAT },
   });
 
-  const template = {
-    spec: {
-      containers: [
-        { name: 'runner', image: 'ghcr.io/actions/actions-runner:latest', command: ['/home/runner/run.sh'] },
-      ],
-    },
-  };
+  const template = chartRunnerTemplate(chartServiceAccount);
   // The AutoscalingRunnerSet as the chart renders it, then as upstream's controller patched it:
   // finalizer, then runner-scale-set-id / name / group annotations and the URL labels, the integrity
   // hash, and its status.
@@ -174,18 +173,18 @@ export async function writeUpstreamState(
       githubConfigUrl: configUrl,
       githubConfigSecret: chartSecret,
       maxRunners: opts.maxRunners,
-      minRunners: 0,
+      minRunners: opts.minRunners ?? 0,
       template,
     },
   });
 
-  // ---- the EphemeralRunnerSet: newEphemeralRunnerSet (resourcebuilder.go) ----
-  const runnerSpec: EphemeralRunnerSpec = {
+  // ---- the EphemeralRunnerSet: newEphemeralRunnerSet (resourcebuilder.go), serialized by Go ----
+  const runnerSpec: EphemeralRunnerSpec = upstreamSerializedRunnerSpec({
     githubConfigUrl: configUrl,
     githubConfigSecret: chartSecret,
     runnerScaleSetId: scaleSet.id,
-    ...template,
-  };
+    serviceAccountName: chartServiceAccount,
+  });
   const ersLabels = {
     ...ars.metadata!.labels,
     'app.kubernetes.io/part-of': 'gha-runner-scale-set',
@@ -195,7 +194,7 @@ export async function writeUpstreamState(
     [Upstream.runnerGroupAnnotation]: 'Default',
     [Upstream.scaleSetNameAnnotation]: arsName,
   };
-  const runnerCount = opts.busy + 1;
+  const runnerCount = opts.busy + (opts.idle ?? 1);
   const patchId = 4;
   const ers = await create<EphemeralRunnerSet>(kube, EphemeralRunnerSetKind, {
     apiVersion: GROUP_VERSION,
@@ -210,7 +209,8 @@ export async function writeUpstreamState(
           ? { [Upstream.integrityHash]: 'z5q8c4w6m9' }
           : { 'actions.github.com/runner-spec-hash': 'z5q8c4w6m9' }),
       },
-      finalizers: [Upstream.ersFinalizer],
+      // The finalizer name changed after 0.14.2 (#4516).
+      finalizers: [head ? Upstream.ersFinalizer : Upstream.ersFinalizer0142],
       ownerReferences: [controllerRef(ars, 'AutoscalingRunnerSet')],
     },
     // Replicas and patchID as the listener last patched them (one per job, plus the idle runner it
@@ -344,6 +344,7 @@ export async function writeUpstreamState(
     sessionId,
     busy,
     idle: runners[opts.busy],
+    idleRunners: runners.slice(opts.busy),
     chartSecret,
     chartServiceAccount,
     managerRole,

@@ -1,3 +1,5 @@
+import { DEFAULT_UPSTREAM_COMPATIBILITY, ephemeralRunnerSetFinalizerNames } from './upstream-compat';
+
 /** Name of the container in the runner pod template that runs the Actions runner. */
 export const EPHEMERAL_RUNNER_CONTAINER_NAME = 'runner';
 
@@ -6,6 +8,7 @@ export const AUTOSCALING_LISTENER_CONTAINER_NAME = 'listener';
 
 export const Finalizers = {
   autoscalingRunnerSet: 'autoscalingrunnerset.actions.github.com/finalizer',
+  /** Upstream main's name (#4516); 0.14.2 used `ephemeralRunner`'s name on the set too. */
   ephemeralRunnerSet: 'ephemeralrunnerset.actions.github.com/finalizer',
   ephemeralRunner: 'ephemeralrunner.actions.github.com/finalizer',
   /** Held until the runner is removed from the Actions service. */
@@ -17,7 +20,14 @@ export const Finalizers = {
 
 export const EPHEMERAL_RUNNER_FINALIZER = Finalizers.ephemeralRunner;
 export const EPHEMERAL_RUNNER_ACTIONS_FINALIZER = Finalizers.ephemeralRunnerRegistration;
-export const EPHEMERAL_RUNNER_SET_FINALIZER = Finalizers.ephemeralRunnerSet;
+/**
+ * The EphemeralRunnerSet finalizer ARO writes by default: the one of the upstream version it stays
+ * compatible with unless told otherwise (0.14.2's; `Finalizers.ephemeralRunnerSet` is main's). See
+ * upstream-compat.ts.
+ */
+export const EPHEMERAL_RUNNER_SET_FINALIZER = ephemeralRunnerSetFinalizerNames(
+  DEFAULT_UPSTREAM_COMPATIBILITY,
+).name;
 export const AUTOSCALING_RUNNER_SET_FINALIZER = Finalizers.autoscalingRunnerSet;
 export const AUTOSCALING_LISTENER_FINALIZER = Finalizers.autoscalingListener;
 export const CLEANUP_PROTECTION_FINALIZER = Finalizers.cleanupProtection;

@@ -6,7 +6,7 @@ import {
   AutoscalingRunnerSetPhase,
   EphemeralRunnerSetPhase,
   ScaleSetConditionTypes,
-  integrityHash,
+  runnerSpecHash,
 } from '@aro/api';
 import type { ActionsServiceClient } from '@aro/actions';
 import {
@@ -138,7 +138,10 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
       return done;
     }
     const desiredSpec = desiredRunnerSpec(ars, scaleSetId);
-    if (integrityHash(desiredSpec) !== integrityHash(runnerSet.spec.ephemeralRunnerSpec)) {
+    // By meaning, not by serialization: upstream's Go types write `metadata: {}` and `resources: {}`
+    // that ARO's rendering leaves out. Compared as written, every set taken over from upstream would
+    // read as changed, and its idle runners would be deregistered and replaced at once.
+    if (runnerSpecHash(desiredSpec) !== runnerSpecHash(runnerSet.spec.ephemeralRunnerSpec)) {
       const busy =
         (runnerSet.status?.pendingEphemeralRunners ?? 0) + (runnerSet.status?.runningEphemeralRunners ?? 0);
       const sameScaleSet = runnerSet.spec.ephemeralRunnerSpec?.runnerScaleSetId === scaleSetId;

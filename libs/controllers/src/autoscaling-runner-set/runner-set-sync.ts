@@ -6,6 +6,7 @@ import {
   EphemeralRunnerSetKind,
   ScaleSetConditionTypes,
   ScaleSetReasons,
+  meaningOf,
 } from '@aro/api';
 import { Result, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
@@ -47,9 +48,10 @@ export class RunnerSetSync {
     const annotationsDiffer = Object.entries(meta.annotations).some(
       ([k, v]) => runnerSet.metadata?.annotations?.[k] !== v,
     );
+    // By meaning, as the runner spec: upstream writes what ARO may leave out (empty maps).
     const runnerMetaDiffers = !isDeepStrictEqual(
-      runnerSet.spec.ephemeralRunnerMetadata ?? {},
-      ars.spec.ephemeralRunnerMetadata ?? {},
+      meaningOf(runnerSet.spec.ephemeralRunnerMetadata),
+      meaningOf(ars.spec.ephemeralRunnerMetadata),
     );
     if (labelsDiffer || annotationsDiffer || runnerMetaDiffers) {
       runnerSet = await this.ctx.client.mergePatch<EphemeralRunnerSet>(

@@ -1,16 +1,17 @@
 import {
   Annotations,
-  EPHEMERAL_RUNNER_SET_FINALIZER,
+  DEFAULT_UPSTREAM_COMPATIBILITY,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   EphemeralRunnerSetPhase,
-  integrityHash,
+  type UpstreamCompatibility,
+  ephemeralRunnerSetFinalizerNames,
 } from '@aro/api';
 import { FinalizingReconciler, type Pass, type Released, Result, requeueAfter, sooner } from '@aro/kube';
 import { runnersByState } from './runner-states';
 import {
   type EphemeralRunnerSetReconcilerDeps,
-  type EphemeralRunnerSetReconcilerOptions,
+  type EphemeralRunnerSetReconcilerOptions as RunnerSetContextOptions,
   type RunnerSetContext,
   type RunnerSetPass,
   ownedRunners,
@@ -22,13 +23,18 @@ import { RunnerSetFinalizer } from './runner-set-finalizer';
 import { RunnerSetScaling } from './runner-set-scaling';
 import { RunnerSetStatusWriter } from './runner-set-status';
 import { RunnerSetTransitions } from './runner-set-transitions';
-import { adoptUpstreamRunnerSet, isUpstreamIntegrityHash } from './upstream-adoption';
+import { adoptUpstreamRunnerSet, isUpstreamIntegrityHash, storedSpecHash } from './upstream-adoption';
 import { RunnerFailureCondition } from './runner-failure-condition';
 
-export type {
-  EphemeralRunnerSetReconcilerDeps,
-  EphemeralRunnerSetReconcilerOptions,
-} from './runner-set-context';
+export type { EphemeralRunnerSetReconcilerDeps } from './runner-set-context';
+
+export interface EphemeralRunnerSetReconcilerOptions extends RunnerSetContextOptions {
+  /**
+   * The upstream version whose EphemeralRunnerSet finalizer the sets carry (docs/migrating.md): the
+   * one name that version's controller removes, so it can delete ARO's sets after a rollback.
+   */
+  upstreamCompatibility?: UpstreamCompatibility;
+}
 
 /**
  * The EphemeralRunnerSet reconciler: keeps `spec.replicas` runners, as the listener asks, without
@@ -66,7 +72,11 @@ export class EphemeralRunnerSetReconciler extends FinalizingReconciler<Ephemeral
   constructor(deps: EphemeralRunnerSetReconcilerDeps, options: EphemeralRunnerSetReconcilerOptions = {}) {
     super(runnerSetContext(deps, options), {
       kind: EphemeralRunnerSetKind,
-      finalizer: { name: EPHEMERAL_RUNNER_SET_FINALIZER },
+      // Every version's name is known: a set another version finalized is cleaned up and released
+      // with all its names; a live one gets this version's name in place of the others.
+      finalizer: ephemeralRunnerSetFinalizerNames(
+        options.upstreamCompatibility ?? DEFAULT_UPSTREAM_COMPATIBILITY,
+      ),
     });
   }
 
@@ -99,7 +109,7 @@ export class EphemeralRunnerSetReconciler extends FinalizingReconciler<Ephemeral
     let pass: RunnerSetPass = { ...live, states: runnersByState(runners) };
     this.status.publishCounts(pass);
 
-    const hash = integrityHash(pass.obj.spec.ephemeralRunnerSpec);
+    const hash = storedSpecHash(pass.obj);
     if (isUpstreamIntegrityHash(pass.obj.metadata?.annotations?.[Annotations.integrityHash])) {
       pass = { ...pass, obj: await adoptUpstreamRunnerSet(this.ctx.client, pass, hash) };
     }

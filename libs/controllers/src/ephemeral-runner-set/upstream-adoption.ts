@@ -1,4 +1,10 @@
-import { Annotations, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import {
+  Annotations,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+  integrityHash,
+  runnerSpecHash,
+} from '@aro/api';
 import type { KubeApi } from '@aro/kube';
 import type { RunnerSetPass } from './runner-set-context';
 
@@ -11,6 +17,20 @@ const ARO_HASH = /^[0-9a-f]{16}$/;
  */
 export function isUpstreamIntegrityHash(value: string | undefined): boolean {
   return value !== undefined && value !== '' && !ARO_HASH.test(value);
+}
+
+/**
+ * The hash to keep on the set for its runner spec: {@link runnerSpecHash}, by meaning, so a spec
+ * upstream serialized (`metadata: {}`, `resources: {}`) and the same spec rendered by ARO agree.
+ * Earlier ARO versions stored the hash of the spec as written; a set still carrying that one for its
+ * very spec keeps it, since its runners were built from that spec and replacing them would be a drain
+ * for nothing on upgrade. It moves to the new hash with the next real change.
+ */
+export function storedSpecHash(set: EphemeralRunnerSet): string {
+  const stored = set.metadata?.annotations?.[Annotations.integrityHash];
+  const spec = set.spec.ephemeralRunnerSpec;
+  if (stored !== undefined && stored === integrityHash(spec)) return stored;
+  return runnerSpecHash(spec);
 }
 
 /**

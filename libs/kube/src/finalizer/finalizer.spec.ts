@@ -60,6 +60,46 @@ describe('finalizer()', () => {
   });
 });
 
+describe('finalizer() with aliases (another version of the controller named it otherwise)', () => {
+  const renamed = { name: 'example.com/new-name', aliases: ['example.com/old-name'] };
+
+  it('puts its own name in place of an alias on a live object, keeping the others', async () => {
+    const { kube, write, read } = setup();
+    const obj = kube.seed(PodKind, {
+      metadata: { namespace: 'ns', name: 'x', finalizers: ['other', 'example.com/old-name'] },
+    });
+    expect(finalizerState(obj, renamed)).toBe('add');
+    await finalizer(renamed, obj, write, { apply: async () => ({}), cleanup: async () => released() });
+    expect(read()?.metadata?.finalizers).toEqual(['other', renamed.name]);
+    expect(finalizerState(read()!, renamed)).toBe('apply');
+  });
+
+  it('cleans up an object being deleted that carries only an alias, and removes every name once released', async () => {
+    const { kube, write, read } = setup();
+    kube.seed(PodKind, {
+      metadata: { namespace: 'ns', name: 'x', finalizers: ['example.com/old-name', 'other'] },
+    });
+    await kube.delete(PodKind, 'ns', 'x');
+    let cleaned = false;
+    await finalizer(renamed, read()!, write, {
+      apply: async () => ({}),
+      cleanup: async () => ((cleaned = true), released()),
+    });
+    expect(cleaned).toBe(true);
+    expect(read()?.metadata?.finalizers).toEqual(['other']);
+  });
+
+  it('removes both names when an object being deleted carries the name and an alias', async () => {
+    const { kube, write, read } = setup();
+    kube.seed(PodKind, {
+      metadata: { namespace: 'ns', name: 'x', finalizers: [renamed.name, 'example.com/old-name'] },
+    });
+    await kube.delete(PodKind, 'ns', 'x');
+    await finalizer(renamed, read()!, write, { apply: async () => ({}), cleanup: async () => released() });
+    expect(read()).toBeUndefined();
+  });
+});
+
 describe('reconcileFinalized()', () => {
   it('forgets an object absent from the cache, and again once its cleanup released it', async () => {
     const { kube, write, read } = setup();

@@ -27,6 +27,14 @@ export interface FinalizerNames {
   name: string;
   also?: readonly string[];
   /**
+   * Other names of the same finalizer, written by another version of the controller (upstream's
+   * releases renamed some). An object carrying one is this controller's to clean up, and releasing it
+   * removes them all: the other version removes only its own name, so one left behind would keep the
+   * object Terminating for ever. A live object gets `name` in their place, so the object carries the
+   * one name the controller that may take it back knows.
+   */
+  aliases?: readonly string[];
+  /**
    * Whether the finalizer writes carry the resourceVersion read (see {@link finalizersPatch}); on by
    * default. Off only where the controller knows its copy is current by other means (own-write
    * tracking) and a 409 would cost a pass for nothing.
@@ -35,8 +43,12 @@ export interface FinalizerNames {
 }
 
 export function finalizerState(obj: KubeObject, names: FinalizerNames): FinalizerState {
-  if (obj.metadata?.deletionTimestamp) return hasFinalizer(obj, names.name) ? 'cleanup' : 'gone';
-  return [names.name, ...(names.also ?? [])].every((f) => hasFinalizer(obj, f)) ? 'apply' : 'add';
+  const aliases = names.aliases ?? [];
+  if (obj.metadata?.deletionTimestamp) {
+    return [names.name, ...aliases].some((f) => hasFinalizer(obj, f)) ? 'cleanup' : 'gone';
+  }
+  const complete = [names.name, ...(names.also ?? [])].every((f) => hasFinalizer(obj, f));
+  return complete && !aliases.some((f) => hasFinalizer(obj, f)) ? 'apply' : 'add';
 }
 
 /** A cleanup that finished: the finalizer goes, with any of `alsoRemove` still on the object. */
@@ -104,14 +116,17 @@ export async function finalizer<T extends KubeObject>(
     case 'apply':
       return handlers.apply(obj);
     case 'add': {
-      const finalizers = withFinalizers(obj, names.name, ...(names.also ?? []));
+      // An alias is replaced in the same write (see FinalizerNames.aliases).
+      const finalizers = withFinalizers(obj, names.name, ...(names.also ?? [])).filter(
+        (f) => !(names.aliases ?? []).includes(f),
+      );
       const patch = finalizersPatch(obj, finalizers, { optimisticLock: names.optimisticLock });
       return handlers.apply(await write(obj, patch, 'add'));
     }
     case 'cleanup': {
       const outcome = await handlers.cleanup(obj);
       if (!isReleased(outcome)) return outcome;
-      const finalizers = withoutFinalizers(obj, names.name, ...outcome.alsoRemove);
+      const finalizers = withoutFinalizers(obj, names.name, ...(names.aliases ?? []), ...outcome.alsoRemove);
       try {
         await write(
           obj,
