@@ -115,7 +115,7 @@ describe('EphemeralRunner registration', () => {
   });
 
   it('defaults the uncached reader to the client: an invalid jitconfig secret without a pod is replaced', async () => {
-    // setupEphemeralRunnerController given no apiReader, as the seed's SetupWithManager defaults it.
+    // setupEphemeralRunnerController given no apiReader, as upstream's SetupWithManager defaults it.
     f = await suite.start({ start: false, withoutApiReader: true });
     await f.createRunner('reg-e');
     await f.kube.create<V1Secret>(SecretKind, {

@@ -294,7 +294,7 @@ describeOnRealNode(
       );
     });
 
-    it('judges a runner container killed mid-job as the seed says: the runner with the job is deleted, its registration removed, no new pod for it', async () => {
+    it('judges a runner container killed mid-job as upstream ARC says: the runner with the job is deleted, its registration removed, no new pod for it', async () => {
       const kc = product.kubeConfig;
       const [id] = enqueue(product, 1, 'sleep=120');
       let runnerName = '';
@@ -317,7 +317,7 @@ describeOnRealNode(
           ?.exitCode;
         return code === 137 || !p ? true : `phase ${p.status?.phase}`;
       });
-      // The seed: a failed pod whose runner has a job is not restarted: the EphemeralRunner is deleted
+      // Upstream's reconciler: a failed pod whose runner has a job is not restarted: the EphemeralRunner is deleted
       // and its finalizer queues the registration's removal.
       await waitUntil(`EphemeralRunner ${runnerName} and its pod gone, not replaced`, 120_000, async () => {
         const runners = (await ephemeralRunners(kc)).map((r) => r.metadata.name);

@@ -14,7 +14,7 @@ import { waitFor } from '../../harness/wait-for';
  * running for good: its runner gave up on one call the simulator answered late (the simulator lives in
  * the test's own process, which a loaded machine stalls), exited 1 without reporting, and the service
  * then held the job, and the registration busy, with no runner left to finish either. The controller
- * did what the seed says (deleted the runner that had a job and a failed pod, queued the removal, which
+ * did what upstream's reconciler says (deleted the runner that had a job and a failed pod, queued the removal, which
  * the service refuses while the job runs). A real runner rides out such a stall, and so must this one.
  */
 

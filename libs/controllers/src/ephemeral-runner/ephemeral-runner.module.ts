@@ -11,7 +11,7 @@ import { UnregistrationQueue, actionsClientsFrom } from '../registrations/unregi
 export interface EphemeralRunnerModuleOptions extends EphemeralRunnerControllerConfig {
   /**
    * Read through the client where the cache is not safe evidence (the default). `false` hands the
-   * controller no reader, which then defaults to the client as the seed's does (tests of that default).
+   * controller no reader, which then defaults to the client as upstream's does (tests of that default).
    */
   uncachedReads?: boolean;
   /** The clock of the time-based branches (tests). */

@@ -14,8 +14,8 @@ import { EphemeralRunnerReconciler } from './ephemeral-runner.reconciler';
 import { failureBackoffMs } from './failure-backoff';
 
 /*
- * The time-based branches of the seed, on a fake API server and a fake Actions service: each spec pins
- * the interval the seed names, so changing one (or answering with a plain error instead of a requeue)
+ * The time-based branches of upstream's reconciler, on a fake API server and a fake Actions service: each spec pins
+ * the interval upstream's reconciler names, so changing one (or answering with a plain error instead of a requeue)
  * fails here in milliseconds instead of in an integration run that would wait it out.
  */
 
@@ -221,7 +221,7 @@ describe('EphemeralRunnerReconciler requeue intervals', () => {
     expect(corrupt[0].message).toContain('"runnerId"');
   });
 
-  it('promotes an empty phase to Pending, as the seed compares with ""', async () => {
+  it('promotes an empty phase to Pending, as upstream ARC compares with ""', async () => {
     const s = setup();
     s.createRunner((r) => {
       r.metadata!.finalizers = [EPHEMERAL_RUNNER_FINALIZER, EPHEMERAL_RUNNER_ACTIONS_FINALIZER];

@@ -250,7 +250,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
   /**
    * A live runner with its finalizers: registration and secret, pod, and a status that mirrors it.
    *
-   * The jitconfig secret is read from the API where the seed's guarantees need its answer, and
+   * The jitconfig secret is read from the API where upstream's guarantees need its answer, and
    * nowhere else: before a pod is created from it (a deleted secret re-registers the runner, a corrupt
    * one is replaced while no pod uses it), and for the registration it records while the status has
    * none and this controller does not already know it from the secret it wrote (KnownJitSecrets).

@@ -1,7 +1,7 @@
 import { failureBackoffMs } from './failure-backoff';
 
 describe('failureBackoffMs', () => {
-  it('gives the seed schedule 0, 5, 10, 20, 40, 80 seconds for zero to five failures', () => {
+  it('gives the schedule of upstream ARC, 0, 5, 10, 20, 40, 80 seconds, for zero to five failures', () => {
     expect([0, 1, 2, 3, 4, 5].map((n) => failureBackoffMs(n))).toEqual([
       0, 5_000, 10_000, 20_000, 40_000, 80_000,
     ]);

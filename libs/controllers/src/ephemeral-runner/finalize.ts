@@ -190,7 +190,7 @@ export class RunnerFinalization {
       updated = await this.status.patch(runner, copy.mergePatch({ optimisticLock: true }));
     } catch (err) {
       // NotFound: another actor removed the finalizer and the runner finished deleting. Its
-      // registration is still queued, as the seed does: nothing else will ever remove it, and a
+      // registration is still queued, as upstream's reconciler does: nothing else will ever remove it, and a
       // removal the service finds already done costs one answer. A conflict is returned as is for the
       // caller to look again. Any other failure leaves the removal to the retry rather than queueing
       // it twice.

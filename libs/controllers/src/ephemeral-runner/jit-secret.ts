@@ -48,7 +48,7 @@ export class JitSecrets {
     const ensured = await this.ensure(runner, signal, log);
     if ('result' in ensured) return ensured;
     const secret = ensured.secret;
-    // As the seed: the ID in the secret is looked at only while the status has none to say.
+    // As upstream's reconciler: the ID in the secret is looked at only while the status has none to say.
     if (runner.status?.runnerId) return { secret };
     let identity: JitIdentity;
     try {

@@ -10,9 +10,9 @@ export interface JitIdentity {
 
 /**
  * What this controller already knows of each runner's jitconfig secret, so that it is read from the
- * API only where a fresh read is evidence the seed's guarantees need.
+ * API only where a fresh read is evidence upstream's guarantees need.
  *
- * The seed reads the secret on every reconcile of a live runner (about eight a runner), yet only two
+ * Upstream's reconciler reads the secret on every reconcile of a live runner (about eight a runner), yet only two
  * of its uses need the API's answer: whether the secret exists (and is usable) before a pod is
  * created from it, which is what re-registers a runner whose secret was deleted and replaces a
  * corrupt one; and the registration it records before the status publishes it. The first is read
@@ -23,7 +23,7 @@ export interface JitIdentity {
  * Entries are keyed by namespace/name and hold the runner's UID: a runner deleted and created again
  * under the same name is a different runner and starts from a fresh read. They go when the runner
  * is gone, or once the status records the registration; a restarted controller knows nothing and
- * reads again, as the seed does.
+ * reads again, as upstream's reconciler does.
  */
 export class KnownJitSecrets {
   private readonly identities: KeyedStore<JitIdentity & { uid: string }>;

@@ -285,7 +285,7 @@ export class RunnerPods {
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
     const status = runner.status ?? {};
     const ready = podReady(pod);
-    // `||`, not `??`: the seed compares with "", and an empty phase is as unset as a missing one.
+    // `||`, not `??`: upstream's reconciler compares with "", and an empty phase is as unset as a missing one.
     let phase: EphemeralRunnerPhase = status.phase || EphemeralRunnerPhase.Pending;
     // The listener writes only job metadata; promoting an assigned runner is this controller's job,
     // so the two never race on the phase.

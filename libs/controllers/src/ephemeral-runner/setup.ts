@@ -57,7 +57,7 @@ export function setupEphemeralRunnerController(
     {
       client: parts.client,
       cache: parts.cache,
-      // As the seed defaults it to the manager's API reader: without one every deletion of a registered
+      // As upstream's reconciler defaults it to the manager's API reader: without one every deletion of a registered
       // runner would fail.
       apiReader: parts.apiReader ?? parts.client,
       // Every registration starts by asking for a client: the scale set is remembered before it.

@@ -40,7 +40,7 @@ function kindKey(kind: ResourceKind): string {
  * never a partial one. Lists filter by label selector locally with the server's semantics. Every informer
  * carries the controlling-owner index.
  *
- * The cache trails the server: a reconciler that must not act on stale state (the seed's check that a
+ * The cache trails the server: a reconciler that must not act on stale state (upstream's check that a
  * pod is really gone) reads through the KubeClient instead.
  */
 export class InformerCache implements Reader {

@@ -60,7 +60,7 @@ function mergePatch(target: unknown, patch: unknown): unknown {
  * base64 `data`, as for a Secret.
  *
  * It serves as client, cache and uncached reader at once: a spec about a stale cache wraps it.
- * `fault` injects the failures the seed's branches react to (quota, AlreadyExists, a 500).
+ * `fault` injects the failures upstream's branches react to (quota, AlreadyExists, a 500).
  */
 export class FakeKubeClient implements KubeApi {
   private readonly objects = new Map<string, Map<string, Stored>>();
