@@ -6,8 +6,8 @@
  * `--gap-s`; then the benchmark waits for the set to be back at 0 runners (with headroom: once no job
  * arrived for the window).
  *
- *   npm run bench -- --headroom [--bursts 1,2,3,4,5,6] [--gap-s 10] [--start-s 10] [--job-s 3]
- *                    [--window-s 40] [--cap 10] [--max-runners 30]
+ *   npm run bench:headroom -- [--bursts 1,2,3,4,5,6] [--gap-s 10] [--start-s 10] [--job-s 3]
+ *                              [--window-s 40] [--cap 10] [--max-runners 30]
  *
  * Printed per mode: the jobs' queue wait (queued -> runner assigned, from the simulator) p50/p95/max,
  * the share of jobs that waited less than half a start time (started warm), and the idle
@@ -203,7 +203,10 @@ async function runMode(
   };
 }
 
-/** Runs the headroom benchmark with `argv` (`npm run bench -- --headroom ...`, see fleet.ts). */
+/**
+ * Runs the headroom benchmark with `argv`: `npm run bench:headroom -- ...` (from source: what is measured
+ * is the scaling, not the compiled apps' memory), or `npm run bench -- --headroom ...` (builds first).
+ */
 export async function runHeadroomBench(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   const loadBefore = loadavg()[0];
