@@ -9,8 +9,8 @@
  *   npm run bench:headroom -- [--bursts 1,2,3,4,5,6] [--gap-s 10] [--start-s 10] [--job-s 3]
  *                              [--window-s 40] [--cap 10] [--max-runners 30]
  *
- * Printed per mode: the jobs' queue wait (queued -> runner assigned, from the simulator) p50/p95/max,
- * the share of jobs that waited less than half a start time (started warm), and the idle
+ * Printed per mode: the jobs' queue wait (queued -> runner assigned, from the simulator) p50/p95/max
+ * and mean, the share of jobs that waited less than half a start time (started warm), and the idle
  * runner-seconds (runners of the set, started or starting, without a job: sampled every 250 ms from
  * the apiserver and the simulator, from the first burst until the set is back at 0). It asserts nothing.
  */
@@ -84,6 +84,7 @@ interface Row {
   waitP50S: number;
   waitP95S: number;
   waitMaxS: number;
+  waitMeanS: number;
   warmShare: number;
   idleRunnerSeconds: number;
   mostRunners: number;
@@ -196,6 +197,7 @@ async function runMode(
     waitP50S: percentile(waits, 50) / 1000,
     waitP95S: percentile(waits, 95) / 1000,
     waitMaxS: (waits[waits.length - 1] ?? 0) / 1000,
+    waitMeanS: waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length) / 1000,
     warmShare: waits.filter((w) => w < (args.startS * 1000) / 2).length / Math.max(1, waits.length),
     idleRunnerSeconds,
     mostRunners,
@@ -272,12 +274,12 @@ export async function runHeadroomBench(argv: string[]): Promise<void> {
       `jobs run ${args.jobS} s; headroom window ${args.windowS} s, cap ${args.cap}; load average ${loadBefore.toFixed(1)} before.\n`,
   );
   console.log(
-    '| headroom | jobs | queue wait p50 / p95 / max (s) | started warm | idle runner-seconds | most runners | load after |',
+    '| headroom | jobs | queue wait p50 / p95 / max (s) | mean (s) | started warm | idle runner-seconds | most runners | load after |',
   );
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(
-      `| ${r.mode} | ${r.jobs} | ${r.waitP50S.toFixed(1)} / ${r.waitP95S.toFixed(1)} / ${r.waitMaxS.toFixed(1)} | ${Math.round(r.warmShare * 100)} % | ${r.idleRunnerSeconds.toFixed(0)} | ${r.mostRunners} | ${r.loadAfter.toFixed(1)} |`,
+      `| ${r.mode} | ${r.jobs} | ${r.waitP50S.toFixed(1)} / ${r.waitP95S.toFixed(1)} / ${r.waitMaxS.toFixed(1)} | ${r.waitMeanS.toFixed(1)} | ${Math.round(r.warmShare * 100)} % | ${r.idleRunnerSeconds.toFixed(0)} | ${r.mostRunners} | ${r.loadAfter.toFixed(1)} |`,
     );
   }
 }
