@@ -12,7 +12,8 @@
  * Memory and CPU are read from /proc for the controller's pid: its RSS is its own, not the benchmark's.
  * `--idle N` adds a second mode: a burst of `--burst` runners while N runners sit idle (informers full).
  * `--scale-sets 1,5,20` measures a fleet of scale sets instead, controller and listeners together, in
- * both listener modes (bench/scale-set-fleet.ts); `--listeners-only` the listeners alone (bench/listeners.ts).
+ * both listener modes (bench/scale-set-fleet.ts); `--listeners-only` the listeners alone (bench/listeners.ts);
+ * `--headroom` warm headroom off and on under a ramp of bursts (bench/headroom.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -39,6 +40,7 @@ import { type IdleResult, type SizeResult, parseArgs, report } from './fleet-rep
 import { HeapSampler } from './heap-sampler';
 import { runListenerBench } from './listeners';
 import { runScaleSetFleetBench } from './scale-set-fleet';
+import { runHeadroomBench } from './headroom';
 
 const root = resolve(__dirname, '..');
 const controllerMain = join(root, 'dist/apps/controller/apps/controller/src/main.js');
@@ -253,6 +255,9 @@ async function main(): Promise<void> {
   if (process.argv.includes('--listeners-only'))
     return runListenerBench(process.argv.slice(2).filter((a) => a !== '--listeners-only'));
   if (process.argv.includes('--scale-sets')) return runScaleSetFleetBench(process.argv.slice(2));
+  // `--headroom`: warm headroom off and on under a ramp of bursts (bench/headroom.ts).
+  if (process.argv.includes('--headroom'))
+    return runHeadroomBench(process.argv.slice(2).filter((a) => a !== '--headroom'));
   const args = parseArgs(process.argv.slice(2));
   if (!existsSync(controllerMain)) {
     throw new Error(`${controllerMain} is missing: run \`npm run build\` first (\`npm run bench\` does)`);

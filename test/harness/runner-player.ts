@@ -44,6 +44,11 @@ export interface RunnerPlayerOptions {
   service: SimulatedRunnerService;
   /** How long a job runs; default 3 s. A function draws one per job. */
   jobDurationMs?: number | (() => number);
+  /**
+   * How long a pod takes from being seen to its runner connecting (image pull, container start, runner
+   * start-up); default 0. What a warm runner saves a job.
+   */
+  startDelayMs?: number;
   /** Share (0..1) of jobs that fail (job result failed, runner exits 0); default 0. */
   failShare?: number;
   /** Share (0..1) of runners that crash with exit code 7 mid-job; default 0. */
@@ -199,6 +204,8 @@ export class RunnerPlayer {
     const signal = this.abort.signal;
     const interval = this.options.pollIntervalMs ?? 250;
     try {
+      if (this.options.startDelayMs) await sleep(this.options.startDelayMs, signal);
+      if (signal.aborted) return;
       try {
         await runnerContainerRunning(namespace, name);
       } catch (err) {

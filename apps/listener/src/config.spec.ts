@@ -98,4 +98,21 @@ describe('listener config', () => {
     expect(parseServeAddress('')).toBeUndefined();
     expect(parseServeAddress('0')).toBeUndefined();
   });
+
+  it('reads warm_headroom (ARO): off when absent or at max_runners 0, the window 300 s unless given', () => {
+    expect(validateListenerConfig(base).warmHeadroom).toBeUndefined();
+    expect(
+      validateListenerConfig({ ...base, warm_headroom: { max_runners: 0, window_seconds: 60 } }).warmHeadroom,
+    ).toBeUndefined();
+    expect(validateListenerConfig({ ...base, warm_headroom: { max_runners: 4 } }).warmHeadroom).toEqual({
+      maxRunners: 4,
+      windowMs: 300_000,
+    });
+    expect(
+      validateListenerConfig({ ...base, warm_headroom: { max_runners: 4, window_seconds: 30 } }).warmHeadroom,
+    ).toEqual({ maxRunners: 4, windowMs: 30_000 });
+    expect(problems({ ...base, warm_headroom: { max_runners: -1, window_seconds: 0 } })).toMatch(
+      /warm_headroom\.max_runners: -1 is out of range[\s\S]*warm_headroom\.window_seconds: 0 is out of range/,
+    );
+  });
 });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ListenerDefaults, type ListenerConfig } from '@aro/api';
+import { DEFAULT_WARM_HEADROOM_WINDOW_SECONDS, ListenerDefaults, type ListenerConfig } from '@aro/api';
 import {
   GitHubCredentials,
   ProxySettings,
@@ -7,6 +7,7 @@ import {
   parseGitHubConfigUrl,
   validateCredentials,
 } from '@aro/actions';
+import type { WarmHeadroomSettings } from './headroom';
 
 /** The largest maxRunners upstream accepts (an AutoscalingRunnerSet without maxRunners gets this). */
 const MAX_INT32 = 2 ** 31 - 1;
@@ -129,6 +130,19 @@ function readMetrics(r: FieldReader): ListenerConfig['metrics'] {
   return { counters: families('counters'), gauges: families('gauges'), histograms: families('histograms') };
 }
 
+/** `warm_headroom` (ARO): max_runners 0 is off; window_seconds, whole seconds above 0, defaults to 300. */
+function readWarmHeadroom(r: FieldReader): WarmHeadroomSettings | undefined {
+  const h = r.object('warm_headroom');
+  if (!h) return undefined;
+  const sub = new FieldReader(h);
+  const maxRunners = sub.int('max_runners', 0);
+  const windowSeconds =
+    h.window_seconds === undefined ? DEFAULT_WARM_HEADROOM_WINDOW_SECONDS : sub.int('window_seconds', 1);
+  for (const p of sub.problems) r.problems.push(p.replace(/^ {2}/, '  warm_headroom.'));
+  if (sub.problems.length > 0 || maxRunners === 0) return undefined;
+  return { maxRunners, windowMs: windowSeconds * 1000 };
+}
+
 /**
  * The JSON the AutoscalingListener controller writes into the listener's config secret (upstream's
  * config.json names, see @aro/api ListenerConfig). Unknown keys are kept out of the way, not refused:
@@ -166,6 +180,7 @@ function readListenerConfig(input: Json) {
   const metricsAddr = r.string('metrics_addr');
   const metricsEndpoint = r.string('metrics_endpoint');
   const metrics = readMetrics(r);
+  const warmHeadroom = readWarmHeadroom(r);
   const proxyObject = r.object('proxy');
   const proxy = proxyObject
     ? {
@@ -232,6 +247,7 @@ function readListenerConfig(input: Json) {
       metrics_endpoint: metricsEndpoint,
       metrics,
       proxy,
+      warmHeadroom,
     },
   };
 }
@@ -260,6 +276,8 @@ export interface LoadedListenerConfig {
   serve?: ServeAddress;
   metricsEndpoint: string;
   metrics?: ListenerConfig['metrics'];
+  /** Warm headroom above minRunners (ARO, opt-in); undefined: none, upstream's count. */
+  warmHeadroom?: WarmHeadroomSettings;
 }
 
 export class ConfigError extends Error {
@@ -333,6 +351,7 @@ export function validateListenerConfig(input: unknown): LoadedListenerConfig {
     serve: parseServeAddress(c.metrics_addr),
     metricsEndpoint: endpoint,
     metrics: c.metrics,
+    warmHeadroom: c.warmHeadroom,
   };
 }
 

@@ -30,6 +30,9 @@ export class ListenerMetrics {
   private readonly scalePatches: Counter<'result' | SetLabel>;
   private readonly runnerStatusPatches: Counter<'result' | SetLabel>;
   private readonly runnerStatusQueueDepth: Gauge<SetLabel>;
+  private readonly headroomRunners: Gauge<SetLabel>;
+  private readonly runnerStartSeconds: Gauge<SetLabel>;
+  private readonly idleRunnerSecondsTotal: Counter<SetLabel>;
   private readonly set: Partial<Record<SetLabel, string>>;
 
   constructor(registry: Registry, scaleSet?: ScaleSetSeries) {
@@ -82,6 +85,18 @@ export class ListenerMetrics {
       'aro_listener_runner_status_queue_depth',
       'EphemeralRunner status patches waiting for the bookkeeping worker',
     );
+    this.headroomRunners = gauge(
+      'aro_listener_headroom_runners',
+      'Warm headroom: idle runners the listener keeps above minRunners for the recent job arrival rate (0 when off)',
+    );
+    this.runnerStartSeconds = gauge(
+      'aro_listener_runner_start_seconds',
+      'Warm headroom: the runner start time it sizes the headroom with (median of recent cold starts, in seconds; 0 before one)',
+    );
+    this.idleRunnerSecondsTotal = counter(
+      'aro_listener_idle_runner_seconds_total',
+      'Runner time spent idle (registered, no job), from the Actions service statistics (in seconds): the cost of minRunners and warm headroom',
+    );
   }
 
   sessionState(open: boolean): void {
@@ -124,6 +139,16 @@ export class ListenerMetrics {
     this.runnerStatusQueueDepth.set({ ...this.set }, depth);
   }
 
+  /** The warm headroom of the latest decision and the start time it was sized with. */
+  headroom(runners: number, startTimeMs: number | undefined): void {
+    this.headroomRunners.set({ ...this.set }, runners);
+    this.runnerStartSeconds.set({ ...this.set }, (startTimeMs ?? 0) / 1000);
+  }
+
+  idleRunnerSeconds(seconds: number): void {
+    this.idleRunnerSecondsTotal.inc({ ...this.set }, seconds);
+  }
+
   /** Drops this scale set's series (a shared listener stopped serving it); a no-op without labels. */
   async forget(): Promise<void> {
     const { name, namespace } = this.set;
@@ -139,6 +164,9 @@ export class ListenerMetrics {
       this.scalePatches,
       this.runnerStatusPatches,
       this.runnerStatusQueueDepth,
+      this.headroomRunners,
+      this.runnerStartSeconds,
+      this.idleRunnerSecondsTotal,
     ];
     for (const family of families) {
       for (const { labels } of (await family.get()).values) {

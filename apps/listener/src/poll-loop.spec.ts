@@ -216,6 +216,7 @@ function setup(maxRunners = 10, minRunners = 0, bookkeeping = { qps: 1000, burst
         scaleSet: { name: 'set', namespace: 'ns', enterprise: '', organization: 'octo', repository: '' },
       }),
       metrics,
+      clock,
     }),
     metrics,
     clock,

@@ -5,6 +5,7 @@ import { Clock, KubeClient, type KubeConfigSource, systemClock } from '@aro/kube
 import type { Logger } from '@aro/observability';
 import type { LoadedListenerConfig } from './config';
 import { GhaMetrics } from './gha-metrics';
+import { WarmHeadroom } from './headroom';
 import { JobBookkeeping } from './job-bookkeeping';
 import { ListenerMetrics } from './listener-metrics';
 import { PollLoop, QueueApi } from './poll-loop';
@@ -163,6 +164,8 @@ export class ScaleSetListener {
         bookkeeping: this.bookkeeping,
         gha: this.gha,
         metrics: this.metrics,
+        clock: this.clock,
+        headroom: config.warmHeadroom && new WarmHeadroom(config.warmHeadroom),
       }),
       metrics: this.metrics,
       clock: this.clock,

@@ -117,4 +117,45 @@ describe('Scaler', () => {
     expect(ers.spec).toEqual({ replicas: 5, patchID: 1 });
     expect(s.hasPending).toBe(false);
   });
+
+  describe('with warm headroom', () => {
+    it('is upstream exactly at headroom 0: the same replicas and patchIDs as without it', () => {
+      const plain = scaler(1, 4).s;
+      const zero = scaler(1, 4).s;
+      for (const assigned of [0, 0, 2, 2, 9, 0, 0, 0]) {
+        if (assigned === 2) {
+          plain.markJobEvent();
+          zero.markJobEvent();
+        }
+        expect(zero.decide(assigned, 0)).toEqual(plain.decide(assigned));
+      }
+    });
+
+    it('adds the headroom above minRunners and the jobs, never past maxRunners', () => {
+      const { s } = scaler(1, 6);
+      expect(s.decide(0, 2).replicas).toBe(3);
+      expect(s.decide(2, 2).replicas).toBe(5);
+      expect(s.decide(4, 2).replicas).toBe(6);
+      expect(s.decide(0, 9).replicas).toBe(6);
+    });
+
+    it('converges (patchID 0) at minRunners + headroom, not at minRunners', () => {
+      const { s } = scaler(1, 10);
+      s.decide(0, 2);
+      // Idle at the headroom's target: converge there, so the controller keeps the warm runners.
+      expect(s.decide(0, 2)).toEqual({ replicas: 3, patchID: 0 });
+      // Jobs assigned: above the floor, never a converge.
+      s.decide(1, 2);
+      expect(s.decide(1, 2).patchID).toBeGreaterThan(0);
+      // The headroom shrinks: first written as a scale-up patch (no trimming), then converged to.
+      s.decide(0, 2);
+      const shrink = s.decide(0, 1);
+      expect(shrink.replicas).toBe(2);
+      expect(shrink.patchID).toBeGreaterThan(0);
+      expect(s.decide(0, 1)).toEqual({ replicas: 2, patchID: 0 });
+      // Decayed to none: back to minRunners.
+      expect(s.decide(0, 0).patchID).toBeGreaterThan(0);
+      expect(s.decide(0, 0)).toEqual({ replicas: 1, patchID: 0 });
+    });
+  });
 });

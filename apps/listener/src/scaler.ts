@@ -42,13 +42,17 @@ const MAX_NAMED_RUNNERS = 100;
  * Turns the service's count of assigned jobs into the EphemeralRunnerSet's `spec.replicas` and
  * `spec.patchID`, upstream's protocol with the EphemeralRunnerSet controller:
  *
- * - replicas = min(maxRunners, assigned + minRunners): minRunners is idle headroom on top of the jobs.
+ * - replicas = min(maxRunners, assigned + minRunners + headroom): minRunners is idle headroom on top of
+ *   the jobs; `headroom` is the warm headroom (0 unless the set opts in, see headroom.ts).
  * - patchID increases with every patch (wrapping to 1 after MaxInt32), so the controller can tell a new
  *   decision from one it already acted on (it records the patchID on the runners it creates). A
  *   patchID > 0 only ever scales up: runners leave by finishing their job, never by being trimmed.
  * - patchID 0 says "converge": sent when nothing happened since the last patch (no job started or
- *   completed), the target did not change and it is minRunners. The controller then deletes surplus
- *   idle runners, which is how the set gets back to minRunners once the work is done.
+ *   completed), the target did not change and it is the idle floor, min(maxRunners, minRunners +
+ *   headroom). The controller then deletes surplus idle runners, which is how the set gets back to
+ *   minRunners once the work is done. The floor includes the headroom so that a converge never trims
+ *   the warm runners the same patch asks for; a headroom that shrinks is first written with a patchID
+ *   above 0 (the target changed), then converged to on the next idle decision.
  */
 export class Scaler {
   private patchSeq = -1;
@@ -63,6 +67,8 @@ export class Scaler {
    * instead of holding their slots for a job it cannot tell apart from one the count still holds.
    */
   private readonly completedRunners = new Set<string>();
+  /** The warm headroom of the last decision, for its log line. */
+  private lastHeadroom = 0;
 
   constructor(
     private readonly client: PatchClient,
@@ -107,16 +113,20 @@ export class Scaler {
     if (completedRunner) this.completedRunners.add(completedRunner);
   }
 
-  /** The next patch for `assignedJobs`; advances the sequence (pure apart from that, for the tests). */
-  decide(assignedJobs: number): ScalePatch {
+  /**
+   * The next patch for `assignedJobs` and `headroom` idle runners above minRunners; advances the
+   * sequence (pure apart from that, for the tests). Headroom 0 gives upstream's numbers exactly.
+   */
+  decide(assignedJobs: number, headroom = 0): ScalePatch {
     const dirty = this.dirty;
     this.dirty = false;
     if (this.patchSeq === MAX_INT32) this.patchSeq = 0;
     this.patchSeq++;
-    const target = Math.min(this.o.minRunners + Math.max(0, assignedJobs), this.o.maxRunners);
+    const floor = Math.min(this.o.minRunners + Math.max(0, headroom), this.o.maxRunners);
+    const target = Math.min(floor + Math.max(0, assignedJobs), this.o.maxRunners);
     const previous = this.target;
     this.target = target;
-    const converge = !dirty && target === previous && target === this.o.minRunners;
+    const converge = !dirty && target === previous && target === floor;
     return { replicas: target, patchID: converge ? 0 : this.patchSeq };
   }
 
@@ -124,9 +134,10 @@ export class Scaler {
    * Decides and writes. A failed write stays pending and is sent again by `flushPending` (the loop
    * calls it before its next poll), unless a newer decision replaces it first.
    */
-  async setDesired(assignedJobs: number): Promise<ScalePatch> {
-    const patch = this.decide(assignedJobs);
+  async setDesired(assignedJobs: number, headroom = 0): Promise<ScalePatch> {
+    const patch = this.decide(assignedJobs, headroom);
     this.pending = patch;
+    this.lastHeadroom = headroom;
     await this.write(patch, assignedJobs);
     return patch;
   }
@@ -165,6 +176,7 @@ export class Scaler {
       assignedJobs,
       minRunners: this.o.minRunners,
       maxRunners: this.o.maxRunners,
+      ...(this.lastHeadroom > 0 ? { headroom: this.lastHeadroom } : {}),
     });
   }
 }

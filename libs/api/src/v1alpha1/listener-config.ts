@@ -42,6 +42,62 @@ export interface ListenerConfig {
    * secret (upstream passes them through the `<listener>-proxy` secret as environment variables).
    */
   proxy?: ListenerProxyConfig;
+  /**
+   * ARO: warm headroom, idle runners kept above min_runners for the recent job arrival rate; absent
+   * or max_runners 0 is none (upstream's count). From the AutoscalingRunnerSet's annotations
+   * {@link WarmHeadroomAnnotations}; upstream's listener ignores the key.
+   */
+  warm_headroom?: ListenerWarmHeadroomConfig;
+}
+
+/** ARO addition to the listener config: the bounds of the warm headroom. */
+export interface ListenerWarmHeadroomConfig {
+  /** The most idle runners the headroom adds above min_runners (and never past max_runners). */
+  max_runners: number;
+  /** Seconds of job arrivals the rate is taken over; no arrival for this long is no headroom. */
+  window_seconds: number;
+}
+
+/**
+ * ARO, on an AutoscalingRunnerSet (set by the scale-set chart's `warmHeadroom` values), copied to its
+ * AutoscalingListener and from there into config.json's `warm_headroom`. Upstream ignores them.
+ */
+export const WarmHeadroomAnnotations = {
+  /** The most idle runners warm headroom adds above minRunners; absent or `0`: off. */
+  maxRunners: 'actions.github.com/warm-headroom-max-runners',
+  /** Seconds of job arrivals the rate is taken over; default {@link DEFAULT_WARM_HEADROOM_WINDOW_SECONDS}. */
+  windowSeconds: 'actions.github.com/warm-headroom-window-seconds',
+} as const;
+
+export const DEFAULT_WARM_HEADROOM_WINDOW_SECONDS = 300;
+
+/**
+ * The warm headroom asked for by an object's annotations: undefined when off, or the problem with a
+ * value that is not a whole number in range (the set then runs without headroom).
+ */
+export function warmHeadroomOf(annotations: Record<string, string> | undefined): {
+  config?: ListenerWarmHeadroomConfig;
+  problem?: string;
+} {
+  const raw = annotations?.[WarmHeadroomAnnotations.maxRunners];
+  if (raw === undefined || raw.trim() === '') return {};
+  const whole = (value: string, min: number): number | undefined =>
+    /^\d+$/.test(value.trim()) && Number(value) >= min && Number(value) <= 2 ** 31 - 1
+      ? Number(value)
+      : undefined;
+  const maxRunners = whole(raw, 0);
+  if (maxRunners === undefined) {
+    return { problem: `${WarmHeadroomAnnotations.maxRunners} ${JSON.stringify(raw)} is not a whole number` };
+  }
+  if (maxRunners === 0) return {};
+  const rawWindow = annotations?.[WarmHeadroomAnnotations.windowSeconds];
+  const window = rawWindow === undefined ? DEFAULT_WARM_HEADROOM_WINDOW_SECONDS : whole(rawWindow, 1);
+  if (window === undefined) {
+    return {
+      problem: `${WarmHeadroomAnnotations.windowSeconds} ${JSON.stringify(rawWindow)} is not a whole number of seconds above 0`,
+    };
+  }
+  return { config: { max_runners: maxRunners, window_seconds: window } };
 }
 
 /** ARO addition to the listener config: proxy URLs with userinfo, and the hosts that bypass them. */

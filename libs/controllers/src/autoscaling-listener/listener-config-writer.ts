@@ -1,4 +1,10 @@
-import { Annotations, AutoscalingRunnerSet, ScaleSetConditionTypes, integrityHash } from '@aro/api';
+import {
+  Annotations,
+  AutoscalingRunnerSet,
+  ScaleSetConditionTypes,
+  integrityHash,
+  warmHeadroomOf,
+} from '@aro/api';
 import { Result, requeueAfter } from '@aro/kube';
 import { classifyScaleSetFailure } from '../shared/failure-reasons';
 import { buildListenerConfig, type ListenerConfigSettings } from './listener-config';
@@ -45,6 +51,12 @@ export class ListenerConfigWriter {
     const currentHash = current.hash;
     const reason = this.ctx.configRefresh.reasonToBuild(key, inputs, currentHash);
     if (reason === undefined && currentHash !== undefined) return currentHash;
+    const headroomProblem = warmHeadroomOf(listener.metadata?.annotations).problem;
+    if (headroomProblem) {
+      // Not worth stopping the listener for: it runs with upstream's count, and says why.
+      log.warn('Ignoring the warm headroom of the scale set', { problem: headroomProblem });
+      this.ctx.events?.record(listener, 'Warning', 'InvalidWarmHeadroom', headroomProblem);
+    }
     try {
       const config = await buildListenerConfig(
         this.ctx.resolver,

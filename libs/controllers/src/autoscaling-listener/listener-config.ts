@@ -1,4 +1,4 @@
-import { AutoscalingListener, ListenerConfig } from '@aro/api';
+import { AutoscalingListener, ListenerConfig, warmHeadroomOf } from '@aro/api';
 import { SecretResolver, configHolderOfListener } from '@aro/secrets';
 
 export interface ListenerConfigSettings {
@@ -38,6 +38,9 @@ export async function buildListenerConfig(
     metrics_endpoint: settings.metricsEndpoint,
   };
   if (spec.metrics) config.metrics = spec.metrics;
+  // A bad value was reported when the listener was reconciled (ListenerConfigWriter); it means none.
+  const headroom = warmHeadroomOf(listener.metadata?.annotations).config;
+  if (headroom) config.warm_headroom = headroom;
   const credentials = await resolver.getCredentials(holder, signal);
   if (credentials.kind === 'pat') {
     config.github_token = credentials.token;

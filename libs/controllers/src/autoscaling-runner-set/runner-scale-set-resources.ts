@@ -1,4 +1,5 @@
 import {
+  WarmHeadroomAnnotations,
   API_VERSION,
   Annotations,
   AutoscalingListener,
@@ -169,6 +170,13 @@ export function buildAutoscalingListener(
     [Labels.component]: LabelValues.componentListener,
   };
   const annotations = mergedAnnotations(ars.spec.autoscalingListener?.annotations);
+  // ARO's warm headroom rides on the listener (its config is built from the listener alone, in shared
+  // mode too); in the hash, so a change recreates the listener with the new config, as a minRunners
+  // change does. A set without them keeps its hash.
+  for (const key of Object.values(WarmHeadroomAnnotations)) {
+    const value = ars.metadata?.annotations?.[key];
+    if (value !== undefined) annotations[key] = value;
+  }
   annotations[Annotations.integrityHash] = integrityHash({ spec, labels, annotations });
   return {
     apiVersion: API_VERSION,
