@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { ListenerDefaults, type ListenerConfig } from '@aro/api';
+import { ListenerDefaults, type ListenerConfig } from '@aro/api/lean';
 import {
   GitHubCredentials,
   ProxySettings,
   createAppJwt,
   parseGitHubConfigUrl,
   validateCredentials,
-} from '@aro/actions';
+} from '@aro/actions/lean';
 
 /** The largest maxRunners upstream accepts (an AutoscalingRunnerSet without maxRunners gets this). */
 const MAX_INT32 = 2 ** 31 - 1;

@@ -1,4 +1,4 @@
-import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
+import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions/lean';
 import type { GhaMetrics } from './gha-metrics';
 import type { JobBookkeeping } from './job-bookkeeping';
 import type { ListenerMetrics } from './listener-metrics';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@aro/observability';
+import type { Logger } from '@aro/observability/lean';
 import { request } from 'undici';
 import { Dispatchers } from './dispatchers';
 import { ActionsError, ActionsErrorKind, redactUrl } from './errors';
