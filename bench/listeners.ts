@@ -31,7 +31,7 @@ import type { ListenerConfig } from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../apps/simulator/src';
 import { createCertificateAuthority, issueServingCertificate } from '../test/harness/pki';
-import { processMemory } from '../test/harness/process-sampler';
+import { processCpuSeconds, processMemory } from '../test/harness/process-sampler';
 import { percentile } from '../test/harness/stats';
 
 const root = resolve(__dirname, '..');
@@ -272,6 +272,8 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       .sort((a, b) => a - b);
     await new Promise((r) => setTimeout(r, 3_000));
     for (const l of listeners) l.idle = processMemory(l.child.pid!).rssKiB;
+    const cpuOf = () => listeners.reduce((sum, l) => sum + processCpuSeconds(l.child.pid!), 0);
+    const cpuAtIdle = cpuOf();
 
     sim.resetCallCounts();
     const ticker = setInterval(() => player.tick(), 200);
@@ -290,6 +292,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       `${total} jobs to complete`,
     );
     const makespanMs = Date.now() - started;
+    const cpuS = cpuOf() - cpuAtIdle;
     clearInterval(ticker);
     // The listeners' own Actions calls: sessions, polls, acks, acquires (the player's JIT configs are not theirs).
     const actionsCalls = Object.entries(sim.callCounts())
@@ -316,6 +319,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
       waitP50Ms: percentile(waits, 50),
       waitP95Ms: percentile(waits, 95),
       kubePatchesPerJob: api.patches() / total,
+      cpuMsPerJob: (cpuS * 1000) / total,
       actionsCallsPerJob: actionsCalls / total,
     };
   } finally {
@@ -351,9 +355,9 @@ export async function runListenerBench(argv: string[]): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(
-    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | marginal per added set, peak (MiB) | ready p50/max (ms) | job wait p50/p95 (ms) | makespan (s) | Actions calls / job | Kubernetes patches / job |',
+    '\n| mode | scale sets | processes | jobs | RSS idle total (MiB) | peak total (MiB) | peak of one process (MiB) | marginal per added set, peak (MiB) | ready p50/max (ms) | job wait p50/p95 (ms) | makespan (s) | Actions calls / job | Kubernetes patches / job | listener CPU / job (ms) |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     // Against the smallest size measured in the same mode: what each added scale set costs.
     const base = rows
@@ -363,7 +367,7 @@ export async function runListenerBench(argv: string[]): Promise<void> {
       ? ((r.peakTotalMiB - base.peakTotalMiB) / (r.scaleSets - base.scaleSets)).toFixed(1)
       : '-';
     console.log(
-      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${marginal} | ${r.readyP50Ms.toFixed(0)}/${r.readyMaxMs.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} | ${r.actionsCallsPerJob.toFixed(2)} | ${r.kubePatchesPerJob.toFixed(2)} |`,
+      `| ${r.mode} | ${r.scaleSets} | ${r.processes} | ${r.jobs} | ${r.idleTotalMiB.toFixed(0)} | ${r.peakTotalMiB.toFixed(0)} | ${r.peakMaxMiB.toFixed(0)} | ${marginal} | ${r.readyP50Ms.toFixed(0)}/${r.readyMaxMs.toFixed(0)} | ${r.waitP50Ms.toFixed(0)}/${r.waitP95Ms.toFixed(0)} | ${r.makespanS.toFixed(1)} | ${r.actionsCallsPerJob.toFixed(2)} | ${r.kubePatchesPerJob.toFixed(2)} | ${r.cpuMsPerJob.toFixed(1)} |`,
     );
   }
   // A listener pod is one per-pod process: the figure the cluster pays per scale set.
