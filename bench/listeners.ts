@@ -16,8 +16,9 @@
  *   (or, once built: node -r @swc-node/register bench/listeners.ts --scale-sets ...)
  *
  * `per-pod` runs one process per scale set (the default deployment); `shared` one process for all of
- * them (LISTENER_MODE=shared, every config in one directory). `--aro-home` runs the compiled app of
- * another checkout (its `dist/`), to compare two builds on the same machine.
+ * them (LISTENER_MODE=shared, every config in one directory). `--aro-home` runs the entrypoint and the
+ * compiled app of another checkout (its `image/bin/aro-listener` and `dist/`), to compare two builds on
+ * the same machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,6 @@ import { processCpuSeconds, processMemory } from '../test/harness/process-sample
 import { percentile } from '../test/harness/stats';
 
 const root = resolve(__dirname, '..');
-const listenerEntrypoint = join(root, 'image/bin/aro-listener');
 
 /** A listener pod's goals (issue: lighter than upstream): upstream's ghalistener peaks at ~30 MiB. */
 const GOAL_PEAK_MIB = 60;
@@ -231,7 +231,7 @@ async function runSize(sim: RunningSimulator, n: number, mode: Mode, args: Args,
   });
   const spawnListener = (env: NodeJS.ProcessEnv): ListenerProcess => ({
     startedAt: performance.now(),
-    child: spawn('sh', [listenerEntrypoint], {
+    child: spawn('sh', [join(args.aroHome, 'image/bin/aro-listener')], {
       env: { ...process.env, ARO_HOME: args.aroHome, KUBECONFIG: kubeconfigPath, ...env },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
