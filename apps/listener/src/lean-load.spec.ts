@@ -40,7 +40,7 @@ describe('the per-pod listener process', () => {
   // One listener pod per scale set: whatever the controller needs and the listener does not is paid
   // for in every pod (docs/performance.md, "The listener"). Nest and rxjs come with any barrel that
   // exports a Nest module, client-node with the full kubeconfig loader.
-  it('loads neither Nest, rxjs nor @kubernetes/client-node', () => {
+  it("loads neither Nest, rxjs, @kubernetes/client-node nor undici's index", () => {
     const loaded = modulesLoadedByMain();
     // The hook saw the real graph: the listener's own modules and its HTTP client are there.
     expect(loaded.some((f) => f.endsWith(join('apps', 'listener', 'src', 'scale-set-listener.ts')))).toBe(
@@ -53,5 +53,7 @@ describe('the per-pod listener process', () => {
       ),
     );
     expect(heavy).toEqual([]);
+    // undici's index (fetch, WebSocket, caches, mocks): the Actions client requires its parts only.
+    expect(loaded.filter((f) => /node_modules[\\/]undici[\\/]index\.js$/.test(f))).toEqual([]);
   }, 60_000);
 });
