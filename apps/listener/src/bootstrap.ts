@@ -1,13 +1,24 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { NestLoggerAdapter } from '@aro/observability';
-import { ListenerAppModule, ListenerAppOptions } from './listener-app.module';
+import type { Clock, KubeConfigSource } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
+import type { LoadedListenerConfig } from './config';
+import { loadListenerKubeConfig } from './kube-config';
 import { ProbeServer } from './probe-server';
-import { ScaleSetListener } from './scale-set-listener';
+import { ScaleSetListener, type ScaleSetListenerOptions } from './scale-set-listener';
+import type { ListenerTuning } from './tuning';
+
+export interface ListenerAppOptions {
+  config: LoadedListenerConfig;
+  logger: Logger;
+  /** A kubeconfig to use instead of KUBECONFIG / in-cluster (tests). */
+  kubeConfig?: KubeConfigSource;
+  tuning?: Partial<ListenerTuning>;
+  owner?: string;
+  clock?: Clock;
+  onLoopExit?: ScaleSetListenerOptions['onLoopExit'];
+}
 
 export interface StartedListener {
-  app: INestApplicationContext;
   listener: ScaleSetListener;
   registry: Registry;
   /** The port /metrics, /healthz and /readyz are served on; undefined when metrics_addr disables it. */
@@ -16,9 +27,12 @@ export interface StartedListener {
 }
 
 /**
- * Creates the listener app (a Nest application context: no HTTP framework), serves metrics and
- * probes on `metrics_addr` (unless it is empty or `0`), then starts the poll loop. main.ts runs it as
- * the process; tests run it in-process.
+ * Starts one scale set's listener (the default, per-pod mode): its registry, kubeconfig and
+ * ScaleSetListener composed by hand, metrics and probes on `metrics_addr` (unless it is empty or `0`),
+ * then the poll loop. No Nest here on purpose: a listener pod needs an HTTP client, a session, merge
+ * patches and /metrics, and Nest's injector (with rxjs) cost each pod RSS and start time for a few
+ * objects built once (docs/performance.md, "The listener"). Every `@aro/*` import on this path is a
+ * lib's `lean` entry for the same reason. main.ts runs it as the process; tests run it in-process.
  */
 export async function startListenerApp(options: ListenerAppOptions): Promise<StartedListener> {
   const { config, logger } = options;
@@ -26,11 +40,17 @@ export async function startListenerApp(options: ListenerAppOptions): Promise<Sta
   // client's and the process's, and two listeners in one process (tests) do not collide.
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  // The same adapter the controller uses; made here because Nest logs before its injector exists.
-  const app = await NestFactory.createApplicationContext(ListenerAppModule.forRoot(options, registry), {
-    logger: new NestLoggerAdapter(logger),
+  const kubeConfig = options.kubeConfig ?? (await loadListenerKubeConfig());
+  const listener = new ScaleSetListener({
+    config,
+    logger,
+    registry,
+    kubeConfig,
+    tuning: options.tuning,
+    owner: options.owner,
+    clock: options.clock,
+    onLoopExit: options.onLoopExit,
   });
-  const listener = app.get(ScaleSetListener);
   const probes = new ProbeServer({
     registry,
     metricsEndpoint: config.metricsEndpoint,
@@ -55,14 +75,17 @@ export async function startListenerApp(options: ListenerAppOptions): Promise<Sta
   try {
     if (config.serve) port = await probes.listen(config.serve);
   } catch (err) {
-    await app.close();
+    await listener.stop();
     throw err;
   }
   listener.start();
-  // The listener stops first (its session is deleted while the probes still answer), then the server.
-  const close = async (): Promise<void> => {
-    await app.close();
-    await probes.close();
-  };
-  return { app, listener, registry, port, close };
+  // The listener stops first (loop, bookkeeping, its session deleted while the probes still answer),
+  // then the server; a second close (a signal during an exit) waits for the first.
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
+      await listener.stop();
+      await probes.close();
+    })());
+  return { listener, registry, port, close };
 }

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_WARM_HEADROOM_WINDOW_SECONDS, ListenerDefaults, type ListenerConfig } from '@aro/api';
+import { DEFAULT_WARM_HEADROOM_WINDOW_SECONDS, ListenerDefaults, type ListenerConfig } from '@aro/api/lean';
 import {
   GitHubCredentials,
   ProxySettings,
   createAppJwt,
   parseGitHubConfigUrl,
   validateCredentials,
-} from '@aro/actions';
+} from '@aro/actions/lean';
 import type { WarmHeadroomSettings } from './headroom';
 
 /** The largest maxRunners upstream accepts (an AutoscalingRunnerSet without maxRunners gets this). */

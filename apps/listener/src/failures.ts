@@ -1,4 +1,4 @@
-import { isActionsError } from '@aro/actions';
+import { isActionsError } from '@aro/actions/lean';
 
 /**
  * What a failed Actions call means for the listener, which decides how long to wait and what to log.

@@ -1,7 +1,12 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MetricsConfig } from '@aro/api';
-import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
-import { type Logger, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from '@aro/observability';
+import type { MetricsConfig } from '@aro/api/lean';
+import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions/lean';
+import {
+  type Logger,
+  getOrCreateCounter,
+  getOrCreateGauge,
+  getOrCreateHistogram,
+} from '@aro/observability/lean';
 import { parseWorkflowRef } from './workflow-ref';
 import { QueuedJobs, publishOldestQueuedJob } from './queued-jobs';
 

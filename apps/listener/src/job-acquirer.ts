@@ -1,5 +1,5 @@
-import type { JobAvailable, RunnerScaleSetStatistic } from '@aro/actions';
-import type { Logger } from '@aro/observability';
+import type { JobAvailable, RunnerScaleSetStatistic } from '@aro/actions/lean';
+import type { Logger } from '@aro/observability/lean';
 
 /** The acquire call with the session's queue token; the loop supplies it (it owns token refresh). */
 export type AcquireCall = (requestIds: number[]) => Promise<number[]>;

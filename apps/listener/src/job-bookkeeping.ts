@@ -1,7 +1,7 @@
-import { EphemeralRunnerKind, type EphemeralRunnerStatus } from '@aro/api';
-import type { JobStarted } from '@aro/actions';
-import { Clock, TokenBucketRateLimiter, isNotFound, sleep, systemClock } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { EphemeralRunnerKind, type EphemeralRunnerStatus } from '@aro/api/lean';
+import type { JobStarted } from '@aro/actions/lean';
+import { Clock, TokenBucketRateLimiter, isNotFound, sleep, systemClock } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
 import type { PatchClient } from './scaler';
 
 export interface JobBookkeepingOptions {

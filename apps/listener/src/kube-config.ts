@@ -1,4 +1,4 @@
-import { inClusterKubeConfig, loadKubeConfigSource, type KubeConfigSource } from '@aro/kube';
+import { inClusterKubeConfig, loadKubeConfigSource, type KubeConfigSource } from '@aro/kube/lean';
 
 /**
  * In the pod: the ServiceAccount's token (in-cluster). Elsewhere (tests, the sandbox): KUBECONFIG, or

@@ -1,5 +1,5 @@
 import type { Counter, Gauge, Registry } from 'prom-client';
-import { getOrCreateCounter, getOrCreateGauge } from '@aro/observability';
+import { getOrCreateCounter, getOrCreateGauge } from '@aro/observability/lean';
 import type { FailureKind } from './failures';
 
 /** The EphemeralRunnerSet a shared listener's series belong to (upstream's gauge labels `name`, `namespace`). */

@@ -1,9 +1,7 @@
-import 'reflect-metadata';
 import { hostname } from 'node:os';
-import { createLogger } from '@aro/observability';
+import { createLogger } from '@aro/observability/lean';
 import { startListenerApp, StartedListener } from './bootstrap';
 import { ConfigError, LoadedListenerConfig, loadListenerConfig } from './config';
-import { runShared } from './shared/run-shared';
 import { shutdownOnSignals } from './shutdown';
 
 /**
@@ -50,10 +48,20 @@ async function main(): Promise<void> {
   logger.info('Listening for jobs', { port: started.port, metricsEndpoint: config.metricsEndpoint });
 }
 
-/** LISTENER_MODE=shared serves many scale sets (shared/run-shared.ts); one per process otherwise. */
+/**
+ * LISTENER_MODE=shared serves many scale sets (shared/run-shared.ts); one per process otherwise. The
+ * shared mode is a Nest app: it is loaded only when asked for, so that a listener pod never loads Nest
+ * (docs/performance.md, "The listener").
+ */
+async function runShared(): Promise<void> {
+  await import('reflect-metadata');
+  const shared = await import('./shared/run-shared');
+  return shared.runShared(process.env);
+}
+
 function run(): Promise<void> {
   if (process.env.LISTENER_MODE !== 'shared') return main();
-  return runShared(process.env).catch((err: unknown) => {
+  return runShared().catch((err: unknown) => {
     if (err instanceof ConfigError) {
       console.error(err.message);
       process.exit(2);

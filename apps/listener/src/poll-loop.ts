@@ -7,9 +7,9 @@ import {
   RunnerScaleSetSession,
   RunnerScaleSetStatistic,
   parseJobMessages,
-} from '@aro/actions';
-import { Clock, sleep } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+} from '@aro/actions/lean';
+import { Clock, sleep } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
 import { Backoff, BackoffPolicies, FailureKind, classifyFailure } from './failures';
 import { JobAcquirer } from './job-acquirer';
 import type { ListenerMetrics } from './listener-metrics';

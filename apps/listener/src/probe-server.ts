@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { Logger } from '@aro/observability';
+import type { Logger } from '@aro/observability/lean';
 import type { ServeAddress } from './config';
 
 /** One probe's verdict: `details` goes into the JSON body either way. */

@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { JobMessageBase, RunnerScaleSetStatistic } from '@aro/actions';
+import type { JobMessageBase, RunnerScaleSetStatistic } from '@aro/actions/lean';
 
 export const OLDEST_QUEUED_JOB_METRIC = 'aro_job_oldest_queued_age_seconds';
 

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
-import { ActionsServiceClient, parseGitHubConfigUrl, userAgentFor } from '@aro/actions';
-import { Clock, KubeClient, type KubeConfigSource, systemClock } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { ActionsServiceClient, parseGitHubConfigUrl, userAgentFor } from '@aro/actions/lean';
+import { Clock, KubeClient, type KubeConfigSource, systemClock } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
 import type { LoadedListenerConfig } from './config';
 import { GhaMetrics } from './gha-metrics';
 import { WarmHeadroom } from './headroom';

@@ -1,6 +1,6 @@
-import { Annotations, EphemeralRunnerSetKind, type ResourceKind } from '@aro/api';
-import type { KubeObject } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { Annotations, EphemeralRunnerSetKind, type ResourceKind } from '@aro/api/lean';
+import type { KubeObject } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
 
 /** The writes the listener makes; its Role allows merge patches and nothing else (no get/list/watch). */
 export interface PatchClient {

@@ -1,5 +1,5 @@
-import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions';
-import type { Clock } from '@aro/kube';
+import type { JobCompleted, JobMessageBase, JobStarted, RunnerScaleSetStatistic } from '@aro/actions/lean';
+import type { Clock } from '@aro/kube/lean';
 import type { GhaMetrics } from './gha-metrics';
 import type { WarmHeadroom } from './headroom';
 import type { JobBookkeeping } from './job-bookkeeping';

@@ -1,7 +1,7 @@
-import { isActionsError } from '@aro/actions';
-import type { RunnerScaleSetSession } from '@aro/actions';
-import { Clock, sleep } from '@aro/kube';
-import type { Logger } from '@aro/observability';
+import { isActionsError } from '@aro/actions/lean';
+import type { RunnerScaleSetSession } from '@aro/actions/lean';
+import { Clock, sleep } from '@aro/kube/lean';
+import type { Logger } from '@aro/observability/lean';
 import { Backoff, BackoffPolicies, classifyFailure } from './failures';
 
 /** The session calls of the Actions client (ActionsServiceClient satisfies it). */

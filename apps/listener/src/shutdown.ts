@@ -1,4 +1,4 @@
-import type { Logger } from '@aro/observability';
+import type { Logger } from '@aro/observability/lean';
 
 /** What a listener process closes on its way out: one scale set's listener, or the shared host. */
 export interface Closeable {

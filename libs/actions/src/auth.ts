@@ -1,4 +1,4 @@
-import type { Logger } from '@aro/observability';
+import type { Logger } from '@aro/observability/lean';
 import { KeyObject } from 'node:crypto';
 import { GitHubConfig, registrationTokenPath, registrationTokenRoute } from './config-url';
 import { ActionsError, errorFromResponse, redactUrl, stripBom } from './errors';

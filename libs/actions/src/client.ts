@@ -1,4 +1,4 @@
-import { createLogger, Logger, metricsRegistry } from '@aro/observability';
+import { createLogger, Logger, metricsRegistry } from '@aro/observability/lean';
 import { Registry } from 'prom-client';
 import { AdminTokenSource, GitHubCredentials } from './auth';
 import { GitHubConfig, parseGitHubConfigUrl } from './config-url';

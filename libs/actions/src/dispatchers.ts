@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { Agent, Dispatcher, EnvHttpProxyAgent, Pool, ProxyAgent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent, EnvHttpProxyAgent, Pool, ProxyAgent } from './undici-parts';
 import { ProxyTunnelError, proxyRefusedCode, proxyUnreachableCode } from './error-codes';
 
 /** A scale set's proxy: URLs may carry `user:pass@`, which is sent as Proxy-Authorization (Basic). */

@@ -1,4 +1,4 @@
-import { getOrCreateCounter, getOrCreateHistogram, metricsRegistry } from '@aro/observability';
+import { getOrCreateCounter, getOrCreateHistogram, metricsRegistry } from '@aro/observability/lean';
 import { Counter, Histogram, Registry } from 'prom-client';
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createLogger, Logger, metricsRegistry } from '@aro/observability';
+import { createLogger, Logger, metricsRegistry } from '@aro/observability/lean';
 import { Registry } from 'prom-client';
 import { GitHubCredentials } from './auth';
 import { ActionsServiceClient } from './client';

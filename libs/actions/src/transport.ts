@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@aro/observability';
-import { request } from 'undici';
+import type { Logger } from '@aro/observability/lean';
 import { Dispatchers } from './dispatchers';
 import { ActionsError, ActionsErrorKind, redactUrl } from './errors';
 import { ActionsMetrics } from './metrics';
@@ -131,11 +130,14 @@ export class HttpTransport {
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const headers: Record<string, string> = { 'user-agent': this.o.userAgent, ...req.headers };
     try {
-      const pending = request(req.url, {
+      // The dispatcher's own request (undici's top-level `request` is this plus URL parsing, and
+      // comes with undici's whole index: see undici-parts.ts).
+      const pending = this.o.dispatchers.forUrl(req.url).request({
+        origin: req.url.origin,
+        path: `${req.url.pathname}${req.url.search}`,
         method: req.method,
         headers,
         body: req.body,
-        dispatcher: this.o.dispatchers.forUrl(req.url),
         signal,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,

@@ -1,14 +1,4 @@
-export { type ResourceKind, apiVersionOf } from './resource-kind';
-export * from './v1alpha1/shared-types';
-export * from './v1alpha1/ephemeral-runner-types';
-export * from './v1alpha1/ephemeral-runner-set-types';
-export * from './v1alpha1/autoscaling-runner-set-types';
-export * from './v1alpha1/autoscaling-listener-types';
-export * from './v1alpha1/kinds';
-export * from './v1alpha1/constants';
-export * from './v1alpha1/helpers';
-export * from './v1alpha1/listener-config';
+export * from './lean';
 export { crdManifests, crdManifestPaths, CRD_DIRECTORY } from './crd/crd-manifests';
 export { ApiModule } from './api.module';
-export * from './v1alpha1/scale-set';
 export * from './v1alpha1/upstream-compat';

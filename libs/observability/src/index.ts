@@ -1,4 +1,2 @@
-export * from './logger';
-export * from './metrics';
+export * from './lean';
 export * from './observability.module';
-export * from './log-level';

@@ -1,4 +1,4 @@
-import type { ResourceKind } from '@aro/api';
+import type { ResourceKind } from '@aro/api/lean';
 import type { V1Status } from '@kubernetes/client-node';
 
 /** Which call failed, for the message: an operator reading a log needs the object, not just a code. */

@@ -1,4 +1,4 @@
-import type { ResourceKind } from '@aro/api';
+import type { ResourceKind } from '@aro/api/lean';
 
 /*
  * Descriptors of the built-in kinds the operator touches. With these the client builds every REST path

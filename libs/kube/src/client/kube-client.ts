@@ -1,7 +1,7 @@
-import { apiVersionOf, type ResourceKind } from '@aro/api';
+import { apiVersionOf, type ResourceKind } from '@aro/api/lean';
 import type { V1Status } from '@kubernetes/client-node';
 import type { KubeConfigSource } from './kubeconfig';
-import { metricsRegistry, silentLogger, type Logger } from '@aro/observability';
+import { metricsRegistry, silentLogger, type Logger } from '@aro/observability/lean';
 import type { Registry } from 'prom-client';
 import { KubeApiError, type RequestContext } from './errors';
 import { queryString, resourcePath } from './paths';

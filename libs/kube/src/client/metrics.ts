@@ -1,4 +1,4 @@
-import { getOrCreateCounter } from '@aro/observability';
+import { getOrCreateCounter } from '@aro/observability/lean';
 import type { Registry } from 'prom-client';
 
 /**

@@ -1,4 +1,4 @@
-import type { ResourceKind } from '@aro/api';
+import type { ResourceKind } from '@aro/api/lean';
 
 /**
  * The REST path of a kind's collection or one of its objects, built from the descriptor alone:

@@ -1,4 +1,4 @@
-import type { ResourceKind } from '@aro/api';
+import type { ResourceKind } from '@aro/api/lean';
 import type { V1ObjectMeta, V1Status } from '@kubernetes/client-node';
 
 /** Any Kubernetes object as plain JSON; client-node's V1Pod, V1Secret, ... all fit. */
