@@ -42,8 +42,11 @@ node_version=$(sed -n 's/^ *"version": "\(.*\)",*$/\1/p' "$repo/node_modules/nod
 # The npm that the official image of this Node ships (its CHANGELOG: 24.20.0 "upgrade npm to 11.19.0").
 npm_version=${ARO_BASE_NPM_VERSION:-11.19.0}
 suite=bookworm
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-mirror=${mirror:-http://deb.debian.org/debian}
+# The Debian mirror this machine's apt uses (deb822 .sources files, else one-line sources.list): never a
+# host written here, so the images come from wherever the machine is allowed to fetch packages.
+mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' | head -1)
+[ -n "$mirror" ] || mirror=$(grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '$2 ~ /debian\/?$/ {print $2}' | sed 's:/*$::' | head -1)
+[ -n "$mirror" ] || { echo "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list" >&2; exit 1; }
 
 hash_of() { sha256sum | cut -c1-16; }
 # Raise when a recipe below changes in a way its inputs do not show (a flag, a step): every image rebuilds.
