@@ -50,7 +50,14 @@ const RELEASE_PROTECTION: V1PolicyRule = {
   verbs: ['get', 'patch'],
 };
 
-/** The aro-scale-set chart's manager Role: the controller's rights on secrets and service accounts here. */
+/**
+ * The aro-scale-set chart's manager Role: the controller's rights on secrets and service accounts here.
+ * One difference from the chart: no `patch` on roles. The controller releases the manager Role a few
+ * milliseconds after its binding, and the apiserver's RBAC authorizer works from a cache that may still
+ * hold the just-deleted binding; with `patch` on roles here, that lag let the Role's release through
+ * once (the set then finished at once and the resumed deletion this test is about never happened).
+ * Without it, the Role's release is refused whatever the cache holds, as it is once the cache catches up.
+ */
 const MANAGER_RULES: V1PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['create', 'delete', 'get', 'patch'] },
   { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['create'] },
@@ -61,8 +68,13 @@ const MANAGER_RULES: V1PolicyRule[] = [
   },
   {
     apiGroups: ['rbac.authorization.k8s.io'],
-    resources: ['roles', 'rolebindings'],
+    resources: ['rolebindings'],
     verbs: ['create', 'delete', 'get', 'patch', 'update'],
+  },
+  {
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['roles'],
+    verbs: ['create', 'delete', 'get', 'update'],
   },
 ];
 
