@@ -8,7 +8,7 @@ import {
   randomBytes,
 } from 'node:crypto';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 
 /*
  * The eviction webhook's own certificate authority and serving certificate. Node's crypto makes keys
@@ -19,6 +19,16 @@ import forge from 'node-forge';
  * inside Jest's vm context, where each global lookup of its inner loop is slow (that made the unit
  * spec's hook overrun its bound on a loaded machine: docs/testing.md).
  */
+
+/**
+ * node-forge is about 40 modules and 10 MiB once loaded; most controllers never run the webhook, so it
+ * is loaded on the first certificate, not at start-up (the controller's start and idle memory: docs/performance.md).
+ */
+let forgeModule: Promise<typeof Forge> | undefined;
+function loadForge(): Promise<typeof Forge> {
+  forgeModule ??= import('node-forge').then((m) => m.default);
+  return forgeModule;
+}
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Certificates are dated this much in the past: a node whose clock is a little behind still accepts them. */
@@ -43,7 +53,8 @@ export async function issueAuthority(
   validityDays: number,
   now: number,
 ): Promise<PemPair> {
-  const keys = await rsaKeyPair();
+  const forge = await loadForge();
+  const keys = await rsaKeyPair(forge);
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serialNumber();
@@ -57,16 +68,17 @@ export async function issueAuthority(
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  signWith(cert, keys.privateKey);
+  signWith(forge, cert, keys.privateKey);
   return { cert: forge.pki.certificateToPem(cert), key: privateKeyPem(keys.privateKey) };
 }
 
 /** A serving certificate for `hosts`, signed by `authority`. */
 export async function issueServingCertificate(authority: PemPair, options: IssueOptions): Promise<PemPair> {
   if (options.hosts.length === 0) throw new Error('a serving certificate needs at least one host name');
+  const forge = await loadForge();
   const caCert = forge.pki.certificateFromPem(authority.cert);
   const caKey = createPrivateKey(authority.key);
-  const keys = await rsaKeyPair();
+  const keys = await rsaKeyPair(forge);
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serialNumber();
@@ -81,7 +93,7 @@ export async function issueServingCertificate(authority: PemPair, options: Issue
     // The API server checks the name it dials against these, never the common name.
     { name: 'subjectAltName', altNames: options.hosts.map((value) => ({ type: 2, value })) },
   ]);
-  signWith(cert, caKey);
+  signWith(forge, cert, caKey);
   return { cert: forge.pki.certificateToPem(cert), key: privateKeyPem(keys.privateKey) };
 }
 
@@ -140,12 +152,14 @@ function keyMatches(pair: PemPair): boolean {
 const generateRsaKeyPair = promisify(generateKeyPair);
 
 /** Off the event loop: a renewal must not stall the reviews and reconciles of a busy controller. */
-async function rsaKeyPair(): Promise<{ publicKey: forge.pki.rsa.PublicKey; privateKey: KeyObject }> {
+async function rsaKeyPair(
+  forge: typeof Forge,
+): Promise<{ publicKey: Forge.pki.rsa.PublicKey; privateKey: KeyObject }> {
   const { publicKey, privateKey } = await generateRsaKeyPair('rsa', { modulusLength: 2048 });
   // forge needs the public key as its own object to write the SubjectPublicKeyInfo; reading it does
   // no big-integer arithmetic beyond decoding the modulus.
   const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  return { publicKey: forge.pki.publicKeyFromPem(publicPem) as forge.pki.rsa.PublicKey, privateKey };
+  return { publicKey: forge.pki.publicKeyFromPem(publicPem) as Forge.pki.rsa.PublicKey, privateKey };
 }
 
 /** PKCS#1 (`RSA PRIVATE KEY`), the form the webhook's Secrets have always held. */
@@ -165,15 +179,15 @@ const SHA256_DIGEST_INFO_PREFIX = Buffer.from('3031300d0609608648016503040201050
  * digest to the key's `sign`, the one step done here by Node (privateEncrypt with PKCS#1 v1.5 padding
  * is RSASSA-PKCS1-v1_5 on a DigestInfo). forge's type asks for its own private key; only `sign` is read.
  */
-function signWith(cert: forge.pki.Certificate, key: KeyObject): void {
+function signWith(forge: typeof Forge, cert: Forge.pki.Certificate, key: KeyObject): void {
   const rsaSigner = {
-    sign: (md: forge.md.MessageDigest): string => {
+    sign: (md: Forge.md.MessageDigest): string => {
       const digest = Buffer.from(md.digest().getBytes(), 'binary');
       const digestInfo = Buffer.concat([SHA256_DIGEST_INFO_PREFIX, digest]);
       return privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, digestInfo).toString('binary');
     },
   };
-  cert.sign(rsaSigner as unknown as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
+  cert.sign(rsaSigner as unknown as Forge.pki.rsa.PrivateKey, forge.md.sha256.create());
 }
 
 /** A positive 128-bit serial (the leading byte's top bit clear, so DER reads it as positive). */

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { Agent } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { HttpsProxyAgent } from 'https-proxy-agent';
-import { ClientCertificateCredential } from '@azure/identity';
-import { SecretClient } from '@azure/keyvault-secrets';
+import type { ClientCertificateCredential } from '@azure/identity';
+import type { SecretClient } from '@azure/keyvault-secrets';
 import { noProxyMatcher, type ProxySettings } from '@aro/actions';
 import type { AzureKeyVaultConfig } from '@aro/api';
 import type { AzureKeyVaultOptions } from './azure-key-vault-options';
@@ -16,6 +16,27 @@ const PUBLIC_AUTHORITY = 'https://login.microsoftonline.com';
 /** Distinct vault clients kept; each holds a token cache, so one per (vault, app, certificate, proxy). */
 const MAX_CLIENTS = 32;
 
+type AzureSdk = {
+  ClientCertificateCredential: typeof ClientCertificateCredential;
+  SecretClient: typeof SecretClient;
+};
+
+/**
+ * The Azure SDK is about 250 modules and 20 MiB once loaded (with @azure/identity's MSAL and
+ * OpenTelemetry); only a set whose credentials live in Key Vault needs it, so it is loaded on the first
+ * vault read, not at start-up (the controller's start and idle memory: docs/performance.md).
+ */
+let azureSdk: Promise<AzureSdk> | undefined;
+function loadAzureSdk(): Promise<AzureSdk> {
+  azureSdk ??= Promise.all([import('@azure/identity'), import('@azure/keyvault-secrets')]).then(
+    ([identity, secrets]) => ({
+      ClientCertificateCredential: identity.ClientCertificateCredential,
+      SecretClient: secrets.SecretClient,
+    }),
+  );
+  return azureSdk;
+}
+
 /**
  * One SecretClient per vault, app registration, certificate and proxy, reused across resolutions so
  * the access token the credential got is reused until it expires instead of running the challenge
@@ -27,11 +48,13 @@ export class AzureKeyVaultClients {
 
   constructor(private readonly options: AzureKeyVaultOptions) {}
 
-  clientFor(
+  async clientFor(
     config: AzureKeyVaultConfig,
     certificatePem: string,
     proxy: ProxySettings | undefined,
-  ): SecretClient {
+  ): Promise<SecretClient> {
+    // Awaited first, so that the lookup and the insertion below run without a pause between them.
+    const { ClientCertificateCredential, SecretClient } = await loadAzureSdk();
     const authorityHost = this.options.authorityHost || process.env.AZURE_AUTHORITY_HOST || PUBLIC_AUTHORITY;
     const vaultProxy = proxyFor(config.url, proxy);
     const authorityProxy = proxyFor(authorityHost, proxy);

@@ -105,7 +105,7 @@ export class AzureKeyVaultSource implements CredentialSource {
       { namespace: holder.namespace, holder: `${describeHolder(holder)} vaultConfig` },
       (name) => this.kubeSecrets.getProxyCredentials(holder, name, signal),
     );
-    const client = this.clients.clientFor(config, certificate, proxy);
+    const client = await this.clients.clientFor(config, certificate, proxy);
     try {
       const secret = await client.getSecret(secretName, { abortSignal: signal });
       if (secret.value === undefined || secret.value === '') throw fail('VaultSecretEmpty', 'has no value');
