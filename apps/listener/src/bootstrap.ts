@@ -1,6 +1,5 @@
-import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Clock, KubeConfigSource } from '@aro/kube/lean';
-import type { Logger } from '@aro/observability/lean';
+import { collectProcessMetrics, Registry, type Logger } from '@aro/observability/lean';
 import type { LoadedListenerConfig } from './config';
 import { loadListenerKubeConfig } from './kube-config';
 import { ProbeServer } from './probe-server';
@@ -39,7 +38,7 @@ export async function startListenerApp(options: ListenerAppOptions): Promise<Sta
   // A registry of the listener's own: /metrics shows the gha_* metrics, the listener's, its Actions
   // client's and the process's, and two listeners in one process (tests) do not collide.
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const kubeConfig = options.kubeConfig ?? (await loadListenerKubeConfig());
   const listener = new ScaleSetListener({
     config,

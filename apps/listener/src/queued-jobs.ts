@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '@aro/observability/lean';
 import type { JobMessageBase, RunnerScaleSetStatistic } from '@aro/actions/lean';
 
 export const OLDEST_QUEUED_JOB_METRIC = 'aro_job_oldest_queued_age_seconds';

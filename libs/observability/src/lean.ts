@@ -7,3 +7,4 @@
 export * from './logger';
 export * from './metrics';
 export * from './log-level';
+export { Registry, Counter, Gauge, Histogram, collectProcessMetrics } from './prom-client-parts';

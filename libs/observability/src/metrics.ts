@@ -1,13 +1,5 @@
-import {
-  Counter,
-  CounterConfiguration,
-  Gauge,
-  GaugeConfiguration,
-  Histogram,
-  HistogramConfiguration,
-  Registry,
-  register,
-} from 'prom-client';
+import type { CounterConfiguration, GaugeConfiguration, HistogramConfiguration } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, register } from './prom-client-parts';
 
 /**
  * prom-client's global registry, for code outside an app (a bench, a one-off script). An app's
