@@ -21,7 +21,7 @@ function sourceFiles(dir: string): string[] {
   return files;
 }
 
-const METRIC = /(?:gha|aro|controller_runtime|workqueue|leader_election)_[a-z0-9_]+/;
+const METRIC = /(?:gha|aro|controller_runtime|workqueue|leader_election|actions|rest_client)_[a-z0-9_]+/;
 
 /** Metric names as string literals of the apps' and libs' code (a name is always written whole). */
 function definedMetrics(): Set<string> {
