@@ -244,6 +244,15 @@ Role's finalizers needs no escalate: the apiserver lets a change of only finaliz
 {{- printf "%s-eviction-webhook" (include "aro-controller.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{- /*
+"true" when the eviction webhook is rendered. Its configuration and the ClusterRole that lets the
+controller set the caBundle are cluster-scoped, which a flags.watchSingleNamespace install must not
+need: there `auto` (the default; also an unset key) is off, and only an explicit `true` renders them.
+*/}}
 {{- define "aro-controller.evictionWebhookEnabled" -}}
-{{- if and .Values.evictionWebhook.enabled .Values.flags.busyRunnerEvictionProtection }}true{{- end }}
+{{- $enabled := .Values.evictionWebhook.enabled }}
+{{- if or (kindIs "invalid" $enabled) (eq (toString $enabled) "auto") }}
+{{- $enabled = not .Values.flags.watchSingleNamespace }}
+{{- end }}
+{{- if and $enabled .Values.flags.busyRunnerEvictionProtection }}true{{- end }}
 {{- end }}

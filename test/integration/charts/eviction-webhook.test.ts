@@ -129,8 +129,15 @@ describe('The aro-controller chart’s eviction webhook', () => {
     ]);
   });
 
-  it('narrows to the watched namespace with flags.watchSingleNamespace', async () => {
-    const manifests = await renderWith({ 'flags.watchSingleNamespace': 'arc-runners' });
+  it('narrows to the watched namespace with flags.watchSingleNamespace, where it is on only when asked for', async () => {
+    // auto (the default) is off there: the configuration and its ClusterRole are cluster-scoped
+    // (upstream-layout.test.ts checks the whole render).
+    const auto = await renderWith({ 'flags.watchSingleNamespace': 'arc-runners' });
+    expect(auto.filter((m) => m.metadata.name.endsWith('-eviction-webhook'))).toEqual([]);
+    const manifests = await renderWith({
+      'flags.watchSingleNamespace': 'arc-runners',
+      'evictionWebhook.enabled': 'true',
+    });
     const configuration = findManifest(manifests, 'ValidatingWebhookConfiguration') as WebhookConfiguration;
     expect(configuration.webhooks[0].namespaceSelector).toEqual({
       matchLabels: { 'kubernetes.io/metadata.name': 'arc-runners' },

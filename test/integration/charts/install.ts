@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   CoreV1Api,
+  KubeConfig,
   KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
@@ -49,10 +50,16 @@ export interface InstallOptions {
   editController?: (manifests: Manifest[]) => void;
   /** Changes the rendered scale-set objects before they are applied (to take a right away). */
   editScaleSet?: (manifests: Manifest[]) => void;
+  /**
+   * Apply both charts as an installer holding every right in the two namespaces and none outside them
+   * (a ServiceAccount with a Role in each), as a team without cluster rights would: any cluster-scoped
+   * object in a render fails the install with Forbidden.
+   */
+  namespacedInstaller?: boolean;
 }
 
-async function apply(manifests: Manifest[]): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(testKubeConfig());
+async function apply(manifests: Manifest[], installer: KubeConfig = testKubeConfig()): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(installer);
   for (const manifest of manifests) {
     await api.patch(
       manifest as KubernetesObject,
@@ -98,9 +105,15 @@ export async function installCharts(
     },
   });
   opts.editScaleSet?.(scaleSet);
+  const installer = opts.namespacedInstaller
+    ? await namespacedInstaller(controllerNamespace, [controllerNamespace, runnerNamespace])
+    : undefined;
   // The Deployment itself has no kubelet to run it: the test starts its container as a process.
-  await apply(controller.filter((m) => m.kind !== 'Deployment'));
-  await apply(scaleSet);
+  await apply(
+    controller.filter((m) => m.kind !== 'Deployment'),
+    installer?.kubeConfig,
+  );
+  await apply(scaleSet, installer?.kubeConfig);
 
   const core = testKubeConfig().makeApiClient(CoreV1Api);
   const tokenRequest = await core.createNamespacedServiceAccountToken({
@@ -126,6 +139,7 @@ export async function installCharts(
     kubeconfigPath,
     uninstall: async () => {
       rmSync(dirname(kubeconfigPath), { recursive: true, force: true });
+      if (installer) rmSync(dirname(installer.path), { recursive: true, force: true });
       const api = KubernetesObjectApi.makeApiClient(testKubeConfig());
       for (const m of [...controller, ...scaleSet]) {
         const ref = {
@@ -172,6 +186,42 @@ export async function installCharts(
       kube.close();
     },
   };
+}
+
+/**
+ * ServiceAccount `installer` of `home`, with a Role granting everything in each of `namespaces` (no
+ * ClusterRole, no ClusterRoleBinding): a namespace-scoped installer, as the admin of a team would be.
+ */
+async function namespacedInstaller(
+  home: string,
+  namespaces: string[],
+): Promise<{ kubeConfig: KubeConfig; path: string }> {
+  const name = 'installer';
+  const objects: Manifest[] = [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: home } },
+  ];
+  for (const namespace of namespaces) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name, namespace },
+        rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name, namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: home }],
+      },
+    );
+  }
+  await apply(objects);
+  const path = await serviceAccountKubeconfig(home, name);
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(path);
+  return { kubeConfig, path };
 }
 
 /**

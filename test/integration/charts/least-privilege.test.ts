@@ -220,11 +220,15 @@ describe('The charts installed on the apiserver', () => {
     ],
   ])(
     'takes a runner through its whole life as the chart service account, watching %s, and logs no Forbidden',
-    (_mode, modeValues) =>
+    (mode, modeValues) =>
       explained(async () => {
         // The defaults (two replicas, so leader election and its Role too), one replica started; the sweep
         // every 2 s so that it demonstrably runs over the runner's scale set before the log is judged.
+        const single = mode.startsWith('flags.watchSingleNamespace');
         const charts = await install({
+          // Single-namespace mode holds no cluster-scoped object, so an installer with no cluster rights
+          // applies it (a cluster-scoped one would be refused).
+          namespacedInstaller: single,
           // debug: the controller logs some refusals (a failed Event) only at debug level.
           // events=all: a successful runner then writes Events too, so the Event rule is exercised (the
           // default, failures, writes none on this path).
@@ -284,9 +288,17 @@ describe('The charts installed on the apiserver', () => {
           fieldSelector: 'involvedObject.name=runner-1',
         });
         expect(events.length).toBeGreaterThan(0);
-        // The eviction webhook (on by default) made its certificate with the chart's rights: the Secret
-        // in the controller's namespace and the caBundle of the chart's configuration.
+        // The eviction webhook made its certificate with the chart's rights: the Secret in the
+        // controller's namespace and the caBundle of the chart's configuration. In single-namespace mode
+        // it is off by default (its configuration and ClusterRole are cluster-scoped): nothing of it is
+        // rendered, and the runner's whole life above went without it.
         const webhook = `${charts.deployment.metadata?.name}-eviction-webhook`;
+        if (single) {
+          expect(charts.controller.filter((m) => m.metadata.name === webhook)).toEqual([]);
+          expect(charts.controller.filter((m) => !m.metadata.namespace)).toEqual([]);
+          expect(replica.output()).not.toMatch(FORBIDDEN);
+          return;
+        }
         await waitFor(
           async () =>
             !!(
