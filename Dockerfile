@@ -7,7 +7,10 @@
 # `node`), so the image runs on what the tests ran on.
 ARG NODE_VERSION=24.21.0
 
-# Compile with the full dependency set (TypeScript and tsc-alias).
+# Compile the product with the full dependency set (TypeScript and tsc-alias): `npm run build` builds the
+# applications nest-cli.json lists, the controller and the listener. The simulator, the sandbox, the
+# chaos runner, the benches and the test fault switches run from source in development and never enter
+# the build context (.dockerignore).
 FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -32,7 +35,10 @@ ENV NODE_ENV=production \
     ARO_HOME=/app
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
+# The two apps by name, not all of dist/: the image holds the product and nothing a build might add beside
+# it (test/integration/image/product-image.test.ts lists the image's files).
+COPY --from=build /src/dist/apps/controller ./dist/apps/controller
+COPY --from=build /src/dist/apps/listener ./dist/apps/listener
 COPY package.json ./
 # @aro/* as packages, each the controller's own compiled lib, for extension modules to require by name.
 COPY image/packages/ ./node_modules/

@@ -4,9 +4,11 @@ import { join } from 'node:path';
 import { REPO_ROOT, nestApplications } from './nest-projects';
 
 /*
- * `npm run build`: each application nest-cli.json lists, compiled by tsc with its own tsconfig into
- * dist/apps/<name>, then its `@aro/*` imports rewritten to relative paths by tsc-alias (the compiled
- * apps run without the path mapping). Stops at the first failure with tsc's own output.
+ * `npm run build`: the product, that is each application nest-cli.json lists (the controller and the
+ * listener; the development programs under apps/ run from source and are not listed), compiled by tsc
+ * with its own tsconfig into dist/apps/<name>, then its `@aro/*` imports rewritten to relative paths by
+ * tsc-alias (the compiled apps run without the path mapping). Stops at the first failure with tsc's own
+ * output.
  */
 
 function main(): void {

@@ -1,21 +1,51 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT, nestApplications, projectFoldersOnDisk, readNestProjects } from './nest-projects';
+import {
+  DEVELOPMENT_APPS,
+  REPO_ROOT,
+  nestApplications,
+  projectFoldersOnDisk,
+  readNestProjects,
+} from './nest-projects';
 
-/** Every app and lib of the monorepo against nest-cli.json, in both directions. */
-function mismatches(repoRoot: string): { unlisted: string[]; missing: string[] } {
+/**
+ * Every app and lib of the monorepo against nest-cli.json (the product) and the development programs,
+ * in both directions: each folder in exactly one of them, each listed one on disk.
+ */
+function mismatches(
+  repoRoot: string,
+  development: readonly string[] = Object.keys(DEVELOPMENT_APPS),
+): { unlisted: string[]; missing: string[]; both: string[] } {
   const listed = Object.values(readNestProjects(repoRoot)).map((p) => p.root);
   const onDisk = projectFoldersOnDisk(repoRoot);
+  const known = [...listed, ...development];
   return {
-    unlisted: onDisk.filter((folder) => !listed.includes(folder)).sort(),
-    missing: listed.filter((root) => !onDisk.includes(root)).sort(),
+    unlisted: onDisk.filter((folder) => !known.includes(folder)).sort(),
+    missing: known.filter((root) => !onDisk.includes(root)).sort(),
+    both: listed.filter((root) => development.includes(root)).sort(),
   };
 }
 
 describe('nest-cli.json', () => {
-  it('lists every folder under apps/ and libs/, and nothing else', () => {
-    expect(mismatches(REPO_ROOT)).toEqual({ unlisted: [], missing: [] });
+  it('lists every folder under apps/ and libs/ but the development programs, and nothing else', () => {
+    expect(mismatches(REPO_ROOT)).toEqual({ unlisted: [], missing: [], both: [] });
+  });
+
+  it('runs each development program by an npm script of its own, from source, and builds none', () => {
+    const scripts = (
+      JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+        scripts: Record<string, string>;
+      }
+    ).scripts;
+    for (const [folder, script] of Object.entries(DEVELOPMENT_APPS)) {
+      expect({ folder, script: scripts[script] }).toEqual({
+        folder,
+        script: expect.stringContaining(`${folder}/src/main.ts`),
+      });
+    }
+    const built = nestApplications().map(([, app]) => app.root);
+    expect(built.filter((root) => root in DEVELOPMENT_APPS)).toEqual([]);
   });
 
   it("points at each project's entry file and each application's tsconfig", () => {
@@ -59,7 +89,13 @@ describe('nest-cli.json', () => {
           },
         }),
       );
-      expect(mismatches(root)).toEqual({ unlisted: ['apps/new-app'], missing: ['libs/kube'] });
+      expect(mismatches(root, [])).toEqual({ unlisted: ['apps/new-app'], missing: ['libs/kube'], both: [] });
+      // A product app also named a development program would be built into the image after all.
+      expect(mismatches(root, ['apps/controller', 'apps/new-app'])).toEqual({
+        unlisted: [],
+        missing: ['libs/kube'],
+        both: ['apps/controller'],
+      });
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -3,10 +3,12 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 /*
- * nest-cli.json is the one description of the monorepo's projects: the apps (each built on its own into
- * dist/apps/<name>) and the libs they compile in. The build iterates the applications it lists, and
- * tools/nest-projects.spec.ts fails when a folder under apps/ or libs/ is not listed or a listed project
- * is not there, so the file cannot fall out of date the way it once did (and was deleted).
+ * nest-cli.json is the one description of the product's projects: the apps the image runs (each built on
+ * its own into dist/apps/<name>) and the libs they compile in. The build iterates the applications it
+ * lists, so what it lists is what `npm run build` makes and the image can hold. The development programs
+ * under apps/ are named in DEVELOPMENT_APPS instead. tools/nest-projects.spec.ts fails when a folder
+ * under apps/ or libs/ is in neither list (or in both), or a listed project is not there, so the file
+ * cannot fall out of date the way it once did (and was deleted).
  */
 
 export const REPO_ROOT = resolve(__dirname, '..');
@@ -34,6 +36,14 @@ const nestCliSchema = z.object({
 
 export type NestProject = z.infer<typeof projectSchema>;
 export type NestApplication = Extract<NestProject, { type: 'application' }>;
+
+/**
+ * Programs under apps/ that serve development, not the product: each runs from its TypeScript source by
+ * its own npm script (folder -> script), is never compiled by `npm run build`, and so can never reach
+ * the image. The simulator is a plain Node program (no Nest), used by the tests, the benches and the
+ * sandbox in their own process.
+ */
+export const DEVELOPMENT_APPS: Readonly<Record<string, string>> = { 'apps/simulator': 'simulator' };
 
 /** The projects nest-cli.json lists, by name; throws naming the field when the file is malformed. */
 export function readNestProjects(repoRoot = REPO_ROOT): Record<string, NestProject> {

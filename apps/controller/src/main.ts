@@ -4,7 +4,6 @@ import { createLogger } from '@aro/observability';
 import { startControllerApp } from './bootstrap';
 import { ConfigError, loadControllerConfig } from './config';
 import { ExtensionError } from './extensions';
-import { installTestFaults } from './test-faults';
 
 async function main(): Promise<void> {
   let config;
@@ -25,7 +24,6 @@ async function main(): Promise<void> {
     pid: process.pid,
     extensions: config.ARO_EXTENSIONS,
   });
-  installTestFaults(process.env.ARO_TEST_FAULTS, logger);
   const { app } = await startControllerApp({ config, logger });
   logger.info('Controller manager started; serving /healthz, /readyz and /metrics', {
     port: (app.getHttpServer().address() as AddressInfo).port,

@@ -121,16 +121,27 @@ fi
 ensure_in_storage base "$base_ref" "$base_key"
 
 # --- aro: the project's Dockerfile, unchanged ---------------------------------------------------------
-# The key covers the Dockerfile and every file its build context holds (.dockerignore's allow-list, minus
-# what it excludes), by content.
+# The key covers the Dockerfile and every file its build context holds, by content: the paths
+# .dockerignore lets in (`!<path>` lines) minus what its other lines leave out, read from the file itself
+# so that the key cannot miss a folder the build copies (tools/ once was) nor rebuild for one it leaves
+# out (the simulator). A form of line this does not know stops the build rather than guess.
 context_files() {
-  local paths=() p
-  for p in package.json package-lock.json tsconfig.json nest-cli.json .swcrc apps libs image/bin image/packages; do
-    [ -e "$repo/$p" ] && paths+=("$p")
-  done
-  (cd "$repo" && find "${paths[@]}" -type f ! -path '*/node_modules/*' ! -name '*.spec.ts' ! -name '*.test.ts' | LC_ALL=C sort)
+  local roots=() prunes=() line p
+  while IFS= read -r line || [ -n "$line" ]; do
+    line=${line%%#*}; line=${line//[[:space:]]/}
+    case "$line" in
+      '' | '*') ;;
+      '!'*) p=${line#!}; p=${p%/}; [ -e "$repo/$p" ] && roots+=("$p") ;;
+      '**/*'*) prunes+=(! -name "*${line#'**/*'}") ;;
+      '**/'*/) p=${line#'**/'}; prunes+=(! -path "*/${p%/}/*") ;;
+      */) prunes+=(! -path "${line%/}/*") ;;
+      *) echo "build-images.sh: .dockerignore line '$line' is of a form the image key does not read" >&2; return 1 ;;
+    esac
+  done < "$repo/.dockerignore"
+  (cd "$repo" && find "${roots[@]}" -type f "${prunes[@]}" | LC_ALL=C sort)
 }
-aro_key=$({ echo "$base_key"; cat "$repo/Dockerfile" "$repo/.dockerignore"; (cd "$repo" && context_files | xargs -d '\n' sha256sum); } | hash_of)
+files=$(context_files)
+aro_key=$({ echo "$base_key"; cat "$repo/Dockerfile" "$repo/.dockerignore"; (cd "$repo" && echo "$files" | xargs -d '\n' sha256sum); } | hash_of)
 aro_ref=localhost/aro:$aro_key
 if ! have aro "$aro_key"; then
   began=$(date +%s); step "aro image $aro_ref: buildah bud of $repo/Dockerfile (npm ci + build: minutes)"

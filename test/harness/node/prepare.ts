@@ -99,6 +99,16 @@ export function nodeUnsupportedReason(): string | undefined {
   return undefined;
 }
 
+/**
+ * Only the images (build-images.sh, cached by content): for a test that reads an image's files without a
+ * node. Needs what the build needs (root, buildah, mmdebstrap); the caller skips by the real node's rules.
+ */
+export async function buildNodeImages(log: (line: string) => void): Promise<NodeImages> {
+  const unsupported = nodeUnsupportedReason();
+  if (unsupported) throw new NodeUnavailable(unsupported);
+  return readImages(await runScript('build-images.sh', log));
+}
+
 export async function prepareNode(log: (line: string) => void): Promise<NodeArtifacts> {
   const began = Date.now();
   const unsupported = nodeUnsupportedReason();

@@ -6,6 +6,8 @@ import {
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../../apps/simulator/src';
 import { CHARTS, render, type Manifest } from '../../integration/charts/helm-chart';
 import type { ControlPlane } from '../control-plane';
@@ -31,6 +33,11 @@ export interface ProductOptions {
   maxRunners?: number;
   /** Extra controller chart values (merged over the ones set here). */
   controllerValues?: Record<string, unknown>;
+  /**
+   * Test-only fault switches armed in the controller's containers (fault-switches.ts says how they get
+   * there and why that way), e.g. `['hang-on-sigusr2']`.
+   */
+  faultSwitches?: string[];
   /** Extra env of the runner container (e.g. RUNNER_JOB_SECONDS). */
   runnerEnv?: Record<string, string>;
   log: (line: string) => void;
@@ -146,6 +153,9 @@ async function install(
 
   await ensureNamespace(kc, CONTROLLER_NAMESPACE);
   await ensureNamespace(kc, RUNNER_NAMESPACE);
+  const faults = faultSwitchInstall(options.faultSwitches ?? [], options.controllerValues ?? {});
+  // Before the Deployment: a pod whose ConfigMap volume is missing would wait for it, not start without.
+  await apply(kc, faults.manifests);
   const controllerManifests = await render(CHARTS.controller, {
     release: CONTROLLER_RELEASE,
     namespace: CONTROLLER_NAMESPACE,
@@ -154,6 +164,7 @@ async function install(
       // Shorter terms than the chart's 15/10/2 s, so a killed leader is replaced within seconds.
       leaderElection: { leaseDurationSeconds: 8, renewDeadlineSeconds: 5, retryPeriodSeconds: 1 },
       ...options.controllerValues,
+      ...faults.values,
     },
   });
   await apply(kc, controllerManifests);
@@ -225,6 +236,48 @@ async function install(
     readySeconds,
     async stop() {
       await simulator.stop();
+    },
+  };
+}
+
+/** The preload of the test-only fault switches, as a file of this checkout. */
+const FAULT_SWITCHES_FILE = join(__dirname, 'fault-switches.ts');
+/** Where the controller's containers see it (a ConfigMap volume; read-only like the rest of the root). */
+const FAULT_SWITCHES_DIR = '/aro-test-faults';
+const FAULT_SWITCHES_CONFIGMAP = 'aro-test-fault-switches';
+
+/**
+ * The ConfigMap holding the preload and the chart values that mount it and load it (NODE_OPTIONS), added
+ * to whatever env, volumes and mounts the test's own values already set. Nothing when no switch is named.
+ */
+function faultSwitchInstall(
+  switches: readonly string[],
+  values: Record<string, unknown>,
+): { manifests: Manifest[]; values: Record<string, unknown> } {
+  if (switches.length === 0) return { manifests: [], values: {} };
+  const list = (key: string): unknown[] => (Array.isArray(values[key]) ? (values[key] as unknown[]) : []);
+  const configMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: FAULT_SWITCHES_CONFIGMAP, namespace: CONTROLLER_NAMESPACE },
+    data: { 'fault-switches.ts': readFileSync(FAULT_SWITCHES_FILE, 'utf8') },
+  } as unknown as Manifest;
+  return {
+    manifests: [configMap],
+    values: {
+      env: [
+        ...list('env'),
+        { name: 'NODE_OPTIONS', value: `--require ${FAULT_SWITCHES_DIR}/fault-switches.ts` },
+        { name: 'ARO_TEST_FAULTS', value: switches.join(',') },
+      ],
+      volumes: [
+        ...list('volumes'),
+        { name: 'test-fault-switches', configMap: { name: FAULT_SWITCHES_CONFIGMAP } },
+      ],
+      volumeMounts: [
+        ...list('volumeMounts'),
+        { name: 'test-fault-switches', mountPath: FAULT_SWITCHES_DIR, readOnly: true },
+      ],
     },
   };
 }

@@ -1,13 +1,23 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
+import { join, posix, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { EphemeralRunner, EphemeralRunnerKind, ListenerDefaults } from '@aro/api';
 import { KubeClient, PodKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator } from '../../../apps/simulator/src';
 import { readOrUndefined, testKubeConfig, waitFor } from '../../harness';
+import { PRODUCT_FILES, productImageViolations } from '../../harness/product-image';
 import { createScaleSet, startTestSimulator } from '../ephemeral-runner/fixture';
 import { ContainerProcess, ensureImageAppsBuilt, startContainer } from './chart-process';
 import { Manifest, REPO_ROOT, findManifest, helmBinary } from './helm-chart';
@@ -121,6 +131,16 @@ describe('The image, reproduced from the Dockerfile', () => {
     // The command the controller gives listener pods is in the image too.
     expect(executableOnPath(ListenerDefaults.command[0])).toBe(true);
     expect(image.user).toBe('1000:1000');
+  });
+
+  it('holds the product only: nothing of development (simulator, sandbox, benches, chaos, fault switches, tests)', () => {
+    // The stand-in's root holds exactly what the final stage adds over its base (the build stage is the
+    // checkout, whose dist/ may hold more): the same judgement as the buildah-built image's.
+    const paths = readdirSync(image.root, { recursive: true, encoding: 'utf8' }).map((p) =>
+      p.split(sep).join('/'),
+    );
+    expect(PRODUCT_FILES.filter((path) => !paths.includes(path))).toEqual([]);
+    expect(productImageViolations(paths)).toEqual({});
   });
 
   it("loads an extension from the chart's extension volume: its pod mutation and its metric", async () => {

@@ -79,9 +79,10 @@ describeOnRealNode(
       nodeDir = plane.node?.dir ?? '';
       product = await installProductOnNode(plane, {
         maxRunners: 20,
+        // The test-only fault switch the stuck-loop scenario throws, preloaded into the controller's
+        // containers of the product image (test/harness/node/fault-switches.ts).
+        faultSwitches: ['hang-on-sigusr2'],
         controllerValues: {
-          // The test-only fault switch (apps/controller/src/test-faults.ts) the stuck-loop scenario throws.
-          env: [{ name: 'ARO_TEST_FAULTS', value: 'hang-on-sigusr2' }],
           readinessProbe: READINESS,
           livenessProbe: LIVENESS,
           flags: { shutdownTimeoutSeconds: SHUTDOWN_TIMEOUT_SECONDS },
