@@ -67,6 +67,13 @@ describe('HttpTransport retries', () => {
     expect(gh.requests).toHaveLength(3);
   });
 
+  it('sends consecutive calls over one kept-alive connection', async () => {
+    gh.handler = () => ({ status: 200, body: {} });
+    for (let i = 0; i < 3; i++) expect((await send('GET', 'idempotent')).status).toBe(200);
+    expect(gh.requests).toHaveLength(3);
+    expect(new Set(gh.requests.map((r) => r.clientPort)).size).toBe(1);
+  });
+
   it('never retries 501', async () => {
     gh.handler = () => ({ status: 501 });
     expect((await send('GET', 'idempotent')).status).toBe(501);

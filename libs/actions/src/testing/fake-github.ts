@@ -12,6 +12,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: IncomingMessage['headers'];
   body: string;
+  /** The client's port: requests with the same one came over the same connection. */
+  clientPort: number;
 }
 
 export type FakeAnswer =
@@ -102,6 +104,7 @@ export class FakeGitHub {
       query: url.searchParams,
       headers: req.headers,
       body: Buffer.concat(chunks).toString('utf8'),
+      clientPort: req.socket.remotePort ?? 0,
     };
     this.requests.push(rec);
     let answer: FakeAnswer;
