@@ -152,6 +152,8 @@ export class FakeGitHub {
 export async function startSilentProxy(): Promise<{
   url: string;
   connections: () => number;
+  /** Connections still open (the client has not closed them). */
+  open: () => number;
   close: () => Promise<void>;
 }> {
   const sockets = new Set<Socket>();
@@ -161,12 +163,15 @@ export async function startSilentProxy(): Promise<{
     sockets.add(s);
     s.on('error', () => undefined);
     s.on('close', () => sockets.delete(s));
+    // Reads (and ignores) what the client sends, so that a client closing the connection is seen.
+    s.resume();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     connections: () => accepted,
+    open: () => sockets.size,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
