@@ -1,7 +1,7 @@
 // Two projects: unit specs live beside their source (*.spec.ts) and need nothing running; integration
 // suites (test/**/*.test.ts) share one real control plane per jest run, started in globalSetup.
 //
-// Nest 12, client-node, zod and undici ship as ESM only. On Node 24.9+ Jest 30 require()s them natively,
+// Nest 12, client-node and zod ship as ESM only. On Node 24.9+ Jest 30 require()s them natively,
 // but only with the VM modules API switched on (`--experimental-vm-modules`): the npm scripts pass it.
 // Without it Jest would fail each suite with "Must use import to load ES Module"; say how to run instead.
 if (typeof require('node:vm').SourceTextModule !== 'function') {

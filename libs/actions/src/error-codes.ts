@@ -1,5 +1,5 @@
 /**
- * Node and undici error codes as the Actions client meets them, in one place: the retry policy asks
+ * Node's error codes and the client's own as the Actions client meets them, in one place: the retry policy asks
  * whether a failure can be fixed by retrying, and the controllers ask what a person must fix (a CA the
  * server's certificate does not chain to). Both read the same lists, so a code added for one is known
  * to the other.
@@ -43,6 +43,9 @@ export function hasTlsFailureCode(e: unknown): boolean {
   return errorCodesOf(e).some((c) => certificateTrustCodes.has(c) || tlsHandshakeCodes.has(c));
 }
 
+/** The connection to the target (TCP, and TLS for https) was not up in time: nothing was sent. */
+export const connectTimeoutCode = 'ARO_CONNECT_TIMEOUT';
+
 /** The proxy answered CONNECT with a status other than 200 (`proxyStatus`), so nothing reached the target. */
 export const proxyRefusedCode = 'ARO_PROXY_REFUSED';
 /** No CONNECT answer came from the proxy at all: refused, unresolvable, reset, or its TLS failed. */
@@ -50,7 +53,7 @@ export const proxyUnreachableCode = 'ARO_PROXY_UNREACHABLE';
 
 /**
  * A failure of the CONNECT tunnel to a proxy, raised by the proxy client itself (see dispatchers.ts),
- * so that it is known as the proxy's by where it happened, not by undici's wording.
+ * so that it is known as the proxy's by where it happened, not by an error's wording.
  */
 export class ProxyTunnelError extends Error {
   override readonly name = 'ProxyTunnelError';

@@ -71,7 +71,7 @@ describe('retry policy', () => {
   it('classifies connection failures by whether the request could have reached the server', () => {
     const err = (code: string) => Object.assign(new Error(code), { code });
     expect(classifyTransportError(err('ECONNREFUSED'))).toBe('not-sent');
-    expect(classifyTransportError(err('UND_ERR_CONNECT_TIMEOUT'))).toBe('not-sent');
+    expect(classifyTransportError(err('ARO_CONNECT_TIMEOUT'))).toBe('not-sent');
     expect(classifyTransportError(new ProxyTunnelError(proxyRefusedCode, 'proxy:3128', 502))).toBe(
       'not-sent',
     );

@@ -6,6 +6,7 @@ import { InvalidConfigUrlError } from './config-url';
 import { actionsErrorOf } from './errors';
 import {
   certificateTrustCodes,
+  connectTimeoutCode,
   errorCodeOf,
   errorCodesOf,
   proxyTunnelErrorOf,
@@ -73,7 +74,7 @@ const notSentCodes = new Set([
   'ENETUNREACH',
   'EHOSTDOWN',
   'ENETDOWN',
-  'UND_ERR_CONNECT_TIMEOUT',
+  connectTimeoutCode,
   proxyUnreachableCode,
 ]);
 
@@ -81,8 +82,10 @@ const permanentCodes = new Set([
   // Retrying cannot fix a certificate the client does not trust, or a malformed request.
   ...certificateTrustCodes,
   'ERR_INVALID_URL',
-  'UND_ERR_INVALID_ARG',
-  'UND_ERR_NOT_SUPPORTED',
+  // A header or path Node refuses to send.
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_INVALID_CHAR',
+  'ERR_UNESCAPED_CHARACTERS',
   'ERR_INVALID_PROTOCOL',
 ]);
 

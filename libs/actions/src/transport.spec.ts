@@ -3,7 +3,8 @@ import { Registry } from 'prom-client';
 import { createDispatchers } from './dispatchers';
 import { ActionsMetrics } from './metrics';
 import { resolveRetryOptions } from './retry';
-import { FakeGitHub } from './testing/fake-github';
+import { ActionsError } from './errors';
+import { FakeGitHub, startSilentProxy } from './testing/fake-github';
 import { HttpTransport } from './transport';
 
 describe('HttpTransport retries', () => {
@@ -67,6 +68,13 @@ describe('HttpTransport retries', () => {
     expect(gh.requests).toHaveLength(3);
   });
 
+  it('sends consecutive calls over one kept-alive connection', async () => {
+    gh.handler = () => ({ status: 200, body: {} });
+    for (let i = 0; i < 3; i++) expect((await send('GET', 'idempotent')).status).toBe(200);
+    expect(gh.requests).toHaveLength(3);
+    expect(new Set(gh.requests.map((r) => r.clientPort)).size).toBe(1);
+  });
+
   it('never retries 501', async () => {
     gh.handler = () => ({ status: 501 });
     expect((await send('GET', 'idempotent')).status).toBe(501);
@@ -116,3 +124,65 @@ describe('HttpTransport retries', () => {
     gh = await FakeGitHub.start();
   });
 });
+
+describe('HttpTransport through a proxy that never answers CONNECT', () => {
+  let proxy: Awaited<ReturnType<typeof startSilentProxy>>;
+  beforeEach(async () => {
+    proxy = await startSilentProxy();
+  });
+  afterEach(async () => {
+    await proxy.close();
+  });
+
+  const transportVia = (tunnelTimeoutMs: number) =>
+    new HttpTransport({
+      dispatchers: createDispatchers({ proxy: { http: proxy.url }, tunnelTimeoutMs }),
+      userAgent: 'test',
+      // Far beyond the test's own timeout: only the tunnel's deadline or close() can end the call.
+      timeoutMs: 600_000,
+      retry: resolveRetryOptions({ maxRetries: 0 }),
+      metrics: new ActionsMetrics(new Registry()),
+      logger: silentLogger,
+    });
+
+  const call = (t: HttpTransport) =>
+    t
+      .send({
+        method: 'GET',
+        url: new URL('http://127.0.0.1:9/x'),
+        route: 'GET x',
+        headers: {},
+        repeat: 'idempotent',
+      })
+      .catch((e: unknown) => e);
+
+  it('gives up on the tunnel at its deadline, as a ProxyFailure, and closes the connection to the proxy', async () => {
+    const t = transportVia(300);
+    try {
+      const err = await call(t);
+      expect(err).toBeInstanceOf(ActionsError);
+      expect((err as ActionsError).kind).toBe('ProxyFailure');
+      expect(proxy.connections()).toBe(1);
+      await waitFor(() => proxy.open() === 0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('closing the client ends a tunnel being opened', async () => {
+    const t = transportVia(600_000);
+    const pending = call(t);
+    await waitFor(() => proxy.open() === 1);
+    await t.close(0);
+    expect(await pending).toBeInstanceOf(Error);
+    await waitFor(() => proxy.open() === 0);
+  });
+});
+
+async function waitFor(ok: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

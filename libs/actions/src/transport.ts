@@ -1,9 +1,13 @@
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TLSSocket } from 'node:tls';
 import type { Logger } from '@aro/observability/lean';
 import { Dispatchers } from './dispatchers';
 import { ActionsError, ActionsErrorKind, redactUrl } from './errors';
 import { ActionsMetrics } from './metrics';
-import { errorCodeOf, hasTlsFailureCode, proxyTunnelErrorOf } from './error-codes';
+import { connectTimeoutCode, errorCodeOf, hasTlsFailureCode, proxyTunnelErrorOf } from './error-codes';
 import { Repeatability, TransportFailure, ResolvedRetryOptions, retryDecision } from './retry';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -42,7 +46,7 @@ export interface TransportOptions {
   random?: () => number;
 }
 
-function flattenHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
+function flattenHeaders(h: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h)) {
     if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
@@ -58,6 +62,8 @@ function flattenHeaders(h: Record<string, string | string[] | undefined>): Recor
 export class HttpTransport {
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly random: () => number;
+  private readonly inFlight = new Set<ClientRequest>();
+  private closed = false;
 
   constructor(private readonly o: TransportOptions) {
     this.sleep = o.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
@@ -118,36 +124,28 @@ export class HttpTransport {
     }
   }
 
-  close(): Promise<void> {
-    return this.o.dispatchers.close();
+  /**
+   * Lets requests in flight finish for a while (5 s), then cuts them off and closes the pooled
+   * connections, so that shutdown is bounded; later calls fail.
+   */
+  async close(graceMs = 5000): Promise<void> {
+    this.closed = true;
+    const deadline = Date.now() + graceMs;
+    while (this.inFlight.size > 0 && Date.now() < deadline) await sleep(20);
+    for (const request of this.inFlight) request.destroy();
+    this.o.dispatchers.close();
   }
 
-  private async attempt(req: TransportRequest): Promise<Omit<TransportResponse, 'attempts'>> {
+  private attempt(req: TransportRequest): Promise<Omit<TransportResponse, 'attempts'>> {
+    if (this.closed) return Promise.reject(new Error('the Actions client was closed'));
     const timeoutMs = req.timeoutMs ?? this.o.timeoutMs;
-    // The abort signal bounds the whole attempt, connecting and a proxy's CONNECT included, which
-    // undici's headers/body timeouts alone do not: a proxy that never answers CONNECT hangs forever.
+    // The abort signal bounds the whole attempt: connecting, a proxy's CONNECT, TLS, the headers and
+    // the body. Node's own timeouts are idle timeouts, which a trickle of bytes defeats.
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const headers: Record<string, string> = { 'user-agent': this.o.userAgent, ...req.headers };
-    try {
-      // The dispatcher's own request (undici's top-level `request` is this plus URL parsing, and
-      // comes with undici's whole index: see undici-parts.ts).
-      const pending = this.o.dispatchers.forUrl(req.url).request({
-        origin: req.url.origin,
-        path: `${req.url.pathname}${req.url.search}`,
-        method: req.method,
-        headers,
-        body: req.body,
-        signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      // undici only honours the signal once a connection exists; until then (connecting, or a
-      // proxy tunnel being set up) the attempt is ended here, and a late response is drained.
-      const res = await untilAborted(pending, signal, (late) => void late.body.dump().catch(() => undefined));
-      const body = Buffer.from(await res.body.arrayBuffer());
-      return { status: res.statusCode, headers: flattenHeaders(res.headers), body };
-    } catch (e) {
+    if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
+    const onTimeout = (e: unknown) => {
       if (timeout.aborted && !req.signal?.aborted) {
         throw Object.assign(new Error(`no complete response within ${timeoutMs} ms`), {
           code: 'ARO_REQUEST_TIMEOUT',
@@ -155,7 +153,62 @@ export class HttpTransport {
         });
       }
       throw e;
-    }
+    };
+    return this.exchange(req, headers, signal).catch(onTimeout);
+  }
+
+  /** One request and its whole response, on Node's `http`/`https` with the URL's pooled agent. */
+  private exchange(
+    req: TransportRequest,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<Omit<TransportResponse, 'attempts'>> {
+    const { url } = req;
+    return new Promise((resolve, reject) => {
+      signal.throwIfAborted();
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const request = send(
+        {
+          protocol: url.protocol,
+          hostname: url.hostname.replace(/^\[|\]$/g, ''),
+          // Explicit: a proxy agent's default port is guessed from the call stack (agent-base).
+          port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+          path: `${url.pathname}${url.search}`,
+          method: req.method,
+          headers,
+          agent: this.o.dispatchers.forUrl(url),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.once('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: flattenHeaders(res.headers),
+              body: Buffer.concat(chunks),
+            }),
+          );
+          // A connection lost mid-body ('aborted'), or the attempt ended by its signal.
+          res.once('error', reject);
+          res.once('close', () => {
+            if (!res.complete) reject(Object.assign(new Error('response cut short'), { code: 'ECONNRESET' }));
+          });
+        },
+      );
+      this.inFlight.add(request);
+      request.once('close', () => this.inFlight.delete(request));
+      // Node reports a request cancelled before it has a socket (a tunnel being opened) only once a
+      // socket arrives; the attempt ends at once here, and a socket that comes late is destroyed.
+      const onAbort = () => {
+        reject(signal.reason);
+        request.destroy(signal.reason instanceof Error ? signal.reason : undefined);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      request.once('close', () => signal.removeEventListener('abort', onAbort));
+      request.once('error', reject);
+      armConnectTimeout(request, this.o.dispatchers.connectTimeoutMs);
+      request.end(req.body);
+    });
   }
 
   private transportError(
@@ -195,29 +248,24 @@ export function transportErrorKind(
   return 'Other';
 }
 
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal, onLate: (v: T) => void): Promise<T> {
-  if (signal.aborted) {
-    p.then(onLate, () => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const onAbort = () => {
-      settled = true;
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        if (settled) onLate(v);
-        else resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!settled) reject(e);
-      },
-    );
+/**
+ * Fails a request whose connection (TCP, and TLS for https) is not up within `ms`: such a request was
+ * certainly not sent, so even a call that must not repeat may be retried (see retry.ts). A reused
+ * keep-alive socket is already connected; a tunnel has its own deadline until it is open.
+ */
+function armConnectTimeout(request: ClientRequest, ms: number): void {
+  request.once('socket', (socket: Socket) => {
+    if (request.reusedSocket) return;
+    const tls = socket instanceof TLSSocket;
+    if (!tls && !socket.connecting) return;
+    const timer = setTimeout(() => {
+      request.destroy(
+        Object.assign(new Error(`connection not established within ${ms} ms`), { code: connectTimeoutCode }),
+      );
+    }, ms);
+    const done = () => clearTimeout(timer);
+    socket.once(tls ? 'secureConnect' : 'connect', done);
+    request.once('close', done);
   });
 }
 

@@ -66,7 +66,7 @@ export interface ConnectProxy {
 
 /**
  * Accepts `CONNECT host:port`, checks Basic credentials when `credentials` is set (407 otherwise),
- * then pipes bytes both ways. Enough of a forward proxy for what undici's ProxyAgent sends.
+ * then pipes bytes both ways. Enough of a forward proxy for the client's CONNECT tunnels.
  */
 export async function startConnectProxy(credentials?: { user: string; pass: string }): Promise<ConnectProxy> {
   const tunnels: string[] = [];

@@ -152,6 +152,11 @@ describe('Actions service client: transport against the simulator', () => {
       expect(proxy.tunnels.length).toBeGreaterThan(0);
       expect(new Set(proxy.tunnels)).toEqual(new Set([simHostPort()]));
       expect(proxy.authorizations[0]).toBe(`Basic ${Buffer.from('aro:s3cret/+').toString('base64')}`);
+      // A tunnel, once open, is kept alive and reused by the calls that follow.
+      const tunnels = proxy.tunnels.length;
+      await client.listRunners();
+      await client.listRunners();
+      expect(proxy.tunnels).toHaveLength(tunnels);
     });
 
     it('fails without retrying when the proxy refuses the credentials', async () => {

@@ -12,6 +12,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: IncomingMessage['headers'];
   body: string;
+  /** The client's port: requests with the same one came over the same connection. */
+  clientPort: number;
 }
 
 export type FakeAnswer =
@@ -102,6 +104,7 @@ export class FakeGitHub {
       query: url.searchParams,
       headers: req.headers,
       body: Buffer.concat(chunks).toString('utf8'),
+      clientPort: req.socket.remotePort ?? 0,
     };
     this.requests.push(rec);
     let answer: FakeAnswer;
@@ -149,6 +152,8 @@ export class FakeGitHub {
 export async function startSilentProxy(): Promise<{
   url: string;
   connections: () => number;
+  /** Connections still open (the client has not closed them). */
+  open: () => number;
   close: () => Promise<void>;
 }> {
   const sockets = new Set<Socket>();
@@ -158,12 +163,15 @@ export async function startSilentProxy(): Promise<{
     sockets.add(s);
     s.on('error', () => undefined);
     s.on('close', () => sockets.delete(s));
+    // Reads (and ignores) what the client sends, so that a client closing the connection is seen.
+    s.resume();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     connections: () => accepted,
+    open: () => sockets.size,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
