@@ -48,6 +48,20 @@ describe('createLogger', () => {
     expect(record.podUid).toBe('u1');
   });
 
+  it('writes any field value without throwing: a circle as [Circular], a bigint as digits, an Error as its text', () => {
+    const { logger, lines } = capture('json');
+    const owner: Record<string, unknown> = { name: 'set-a' };
+    owner.self = owner;
+    const shared = { id: 1 };
+    logger.info('Odd fields', { owner, pair: [shared, shared], big: 10n, cause: new Error('gone') });
+    expect(JSON.parse(lines[0])).toMatchObject({
+      owner: { name: 'set-a', self: '[Circular]' },
+      pair: [{ id: 1 }, { id: 1 }],
+      big: '10',
+      cause: 'gone',
+    });
+  });
+
   it('drops records below the configured level', () => {
     const { logger, lines } = capture('json', 'info');
     logger.debug('noise');

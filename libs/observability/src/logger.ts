@@ -1,5 +1,3 @@
-import pino from 'pino';
-
 export type LogFields = Record<string, unknown>;
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'text';
@@ -26,55 +24,61 @@ export interface LoggerOptions {
   destination?: NodeJS.WritableStream;
 }
 
+/** Where a logger's records go: the level filter, the record's own keys, and the line format. */
+interface Sink {
+  enabled(level: WrittenLevel): boolean;
+  /** The record's own keys (level, time, message): a field of that name is renamed, not repeated. */
+  readonly reserved: ReadonlySet<string>;
+  write(level: WrittenLevel, msg: string, fields: LogFields): void;
+}
+
+type WrittenLevel = Exclude<LogLevel, 'silent'>;
+const SEVERITY: Record<LogLevel, number> = { debug: 20, info: 30, warn: 40, error: 50, silent: Infinity };
+
 /**
- * Bindings are kept here and merged with each call's fields, not left to pino's child loggers: pino
- * writes a child's bindings after its parent's without replacing them, so `component` bound twice
- * (cache, then informer) came out as two `"component"` keys on one JSON line, which most log
- * pipelines either reject or resolve to the first. Here the innermost value wins: a child's binding
- * replaces its parent's, and a call's field replaces both; the error passed to `error()` replaces
- * any `error` or `stacktrace` field.
+ * Bindings are kept here and merged with each call's fields: the innermost value wins, so a key is
+ * written once per line (a child's binding replaces its parent's, a call's field replaces both; the
+ * error passed to `error()` replaces any `error` or `stacktrace` field). Duplicate keys on one JSON
+ * line are what most log pipelines reject or resolve to the first.
  */
-class PinoLogger implements Logger {
+class LineLogger implements Logger {
   constructor(
-    private readonly base: pino.Logger,
-    /** The record's own keys (level, time, message): a field of that name is renamed, not repeated. */
-    private readonly reserved: ReadonlySet<string>,
+    private readonly sink: Sink,
     private readonly bindings: LogFields = {},
   ) {}
 
   debug(msg: string, fields?: LogFields): void {
-    if (this.base.isLevelEnabled('debug')) this.base.debug(this.record(fields), msg);
+    if (this.sink.enabled('debug')) this.sink.write('debug', msg, this.record(fields));
   }
 
   info(msg: string, fields?: LogFields): void {
-    if (this.base.isLevelEnabled('info')) this.base.info(this.record(fields), msg);
+    if (this.sink.enabled('info')) this.sink.write('info', msg, this.record(fields));
   }
 
   warn(msg: string, fields?: LogFields): void {
-    if (this.base.isLevelEnabled('warn')) this.base.warn(this.record(fields), msg);
+    if (this.sink.enabled('warn')) this.sink.write('warn', msg, this.record(fields));
   }
 
   error(msg: string, err?: unknown, fields?: LogFields): void {
-    if (!this.base.isLevelEnabled('error')) return;
-    this.base.error(
-      err === undefined ? this.record(fields) : { ...this.record(fields), ...errorFields(err) },
-      msg,
-    );
+    if (!this.sink.enabled('error')) return;
+    const record = this.record(fields);
+    this.sink.write('error', msg, err === undefined ? record : { ...record, ...errorFields(err) });
   }
 
   child(fields: LogFields): Logger {
-    return new PinoLogger(this.base, this.reserved, { ...this.bindings, ...this.unreserved(fields) });
+    return new LineLogger(this.sink, { ...this.bindings, ...this.unreserved(fields) });
   }
 
   private record(fields: LogFields | undefined): LogFields {
     return fields === undefined ? this.bindings : { ...this.bindings, ...this.unreserved(fields) };
   }
 
-  /** pino writes its own level, time and message keys whatever the fields hold: `field_<key>` instead. */
+  /** The record's own keys are written whatever the fields hold: `field_<key>` instead. */
   private unreserved(fields: LogFields): LogFields {
-    if (!Object.keys(fields).some((key) => this.reserved.has(key))) return fields;
+    const { reserved } = this.sink;
+    if (!Object.keys(fields).some((key) => reserved.has(key))) return fields;
     return Object.fromEntries(
-      Object.entries(fields).map(([key, value]) => [this.reserved.has(key) ? `field_${key}` : key, value]),
+      Object.entries(fields).map(([key, value]) => [reserved.has(key) ? `field_${key}` : key, value]),
     );
   }
 }
@@ -89,10 +93,10 @@ function errorFields(err: unknown): LogFields {
 }
 
 /**
- * The message of an error and of its causes, each stated once. pino joins every cause's message to
- * the error's own, but ARO's errors already carry their cause's message ("failed to get actions
- * client: <cause>"), so the line said the cause twice. A cause whose message the text so far already
- * contains adds nothing.
+ * The message of an error and of its causes, each stated once. ARO's errors already carry their
+ * cause's message ("failed to get actions client: <cause>"), so joining every cause's message to the
+ * error's own would say the cause twice. A cause whose message the text so far already contains adds
+ * nothing.
  */
 export function messageOnce(err: Error): string {
   let message = err.message;
@@ -107,45 +111,23 @@ export function messageOnce(err: Error): string {
 }
 
 /**
- * The text format is for a person at a terminal (the sandbox, `npm start`); it is rendered here
- * rather than through pino-pretty so that no transport thread or extra dependency is needed.
+ * A field's value as JSON: a value met again inside itself is written `"[Circular]"` rather than
+ * throwing, a bigint as its digits, an Error as its message (JSON.stringify would write `{}`).
  */
-function textStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
-  const levels: Record<number, string> = {
-    10: 'TRACE',
-    20: 'DEBUG',
-    30: 'INFO',
-    40: 'WARN',
-    50: 'ERROR',
-    60: 'FATAL',
-  };
-  return {
-    write(chunk: string | Uint8Array): boolean {
-      const line = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      try {
-        const {
-          level,
-          time,
-          msg,
-          pid: _pid,
-          hostname: _host,
-          error,
-          stacktrace: _stack,
-          ...rest
-        } = JSON.parse(line) as Record<string, unknown>;
-        const kv = Object.entries(rest)
-          .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-          .join(' ');
-        const errText = error === undefined ? '' : ` error=${JSON.stringify(error)}`;
-        const when = typeof time === 'number' ? new Date(time).toISOString() : String(time);
-        return out.write(
-          `${when} ${levels[level as number] ?? level} ${msg}${kv ? ' ' + kv : ''}${errText}\n`,
-        );
-      } catch {
-        return out.write(line);
-      }
-    },
-  } as NodeJS.WritableStream;
+function safeJson(value: unknown): string {
+  const ancestors: object[] = [];
+  const json = JSON.stringify(value, function (this: unknown, _key: string, v: unknown): unknown {
+    if (typeof v === 'bigint') return v.toString();
+    if (v instanceof Error) return messageOnce(v);
+    if (typeof v !== 'object' || v === null) return v;
+    // `this` is the object holding v: the ancestors above it are popped, so a value seen twice side by
+    // side is written twice, and only a value inside itself is a circle.
+    while (ancestors.length > 0 && ancestors[ancestors.length - 1] !== this) ancestors.pop();
+    if (ancestors.includes(v)) return '[Circular]';
+    ancestors.push(v);
+    return v;
+  }) as string | undefined;
+  return json ?? 'null';
 }
 
 /**
@@ -159,28 +141,50 @@ function rfc3339Seconds(): string {
 /**
  * JSON records carry upstream's keys (its zap encoder config: `severity`, `ts`, `message`, errors under
  * `error` with a `stacktrace`), so queries and alerts written against upstream's controller logs, such
- * as `severity == "error"`, find ARO's records. The text format is for a person and keeps its own.
+ * as `severity == "error"`, find ARO's records.
+ */
+function jsonSink(out: NodeJS.WritableStream, threshold: number): Sink {
+  return {
+    reserved: new Set(['severity', 'ts', 'message']),
+    enabled: (level) => SEVERITY[level] >= threshold,
+    write(level, msg, fields) {
+      let line = `{"severity":"${level}","ts":"${rfc3339Seconds()}"`;
+      for (const [key, value] of Object.entries(fields)) {
+        if (value !== undefined) line += `,${JSON.stringify(key)}:${safeJson(value)}`;
+      }
+      out.write(`${line},"message":${JSON.stringify(msg)}}\n`);
+    },
+  };
+}
+
+/** The text format is for a person at a terminal (the sandbox, `npm start`): one readable line. */
+function textSink(out: NodeJS.WritableStream, threshold: number): Sink {
+  return {
+    reserved: new Set(['level', 'time', 'msg']),
+    enabled: (level) => SEVERITY[level] >= threshold,
+    write(level, msg, fields) {
+      const { error, stacktrace: _stack, ...rest } = fields;
+      const kv = Object.entries(rest)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => ` ${k}=${typeof v === 'string' ? v : safeJson(v)}`)
+        .join('');
+      const errText = error === undefined ? '' : ` error=${safeJson(error)}`;
+      out.write(`${new Date().toISOString()} ${level.toUpperCase()} ${msg}${kv}${errText}\n`);
+    },
+  };
+}
+
+/**
+ * Records are written by hand, not through a logging library: what ARO's logger does (bindings with
+ * one key once per line, upstream's keys, errors stated once, a text format) was already its own, and
+ * what pino added, a level check and a JSON line, cost every process pino and its 30 modules, ~4 MiB
+ * of RSS: a tenth of a listener pod's budget (docs/performance.md, "The listener"). Writes go to the
+ * stream as they are made (stdout in the apps), one `write` per record, as pino's did.
  */
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const out = opts.destination ?? process.stdout;
-  const text = opts.format === 'text';
-  const reserved = new Set(text ? ['level', 'time', 'msg'] : ['severity', 'ts', 'message']);
-  return new PinoLogger(
-    pino(
-      text
-        ? // The text renderer reads pino's numeric levels, epoch times and msg back.
-          { level: opts.level ?? 'info', base: undefined, timestamp: pino.stdTimeFunctions.epochTime }
-        : {
-            level: opts.level ?? 'info',
-            base: undefined,
-            messageKey: 'message',
-            timestamp: () => `,"ts":"${rfc3339Seconds()}"`,
-            formatters: { level: (label) => ({ severity: label }) },
-          },
-      text ? textStream(out) : out,
-    ),
-    reserved,
-  );
+  const threshold = SEVERITY[opts.level ?? 'info'];
+  return new LineLogger(opts.format === 'text' ? textSink(out, threshold) : jsonSink(out, threshold));
 }
 
 /** For tests and tools that must stay quiet. */
