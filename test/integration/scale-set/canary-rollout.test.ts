@@ -38,6 +38,7 @@ describe('Canary roll-out of a runner template change', () => {
   let app: BootedApp | undefined;
   let listeners: ListenerPlayer | undefined;
   let runners: RunnerPlayer | undefined;
+  let drawn = 0;
 
   beforeAll(async () => {
     sim = await startSimulator({
@@ -61,8 +62,9 @@ describe('Canary roll-out of a runner template change', () => {
       kubeConfig: testKubeConfig(),
       namespace,
       service: sim,
-      // Long enough that a canary runner is still in its job when the first failure rolls back.
-      jobDurationMs: 4_000,
+      // Short and long jobs in turn: the two canary runners take the first two jobs together, so one
+      // of them is still in its (long) job when the other's failure rolls the change back.
+      jobDurationMs: () => (++drawn % 2 === 1 ? 1_500 : 15_000),
       failingImages: [BAD],
       jobWaitTimeoutMs: 600_000,
     }).start();
@@ -180,6 +182,12 @@ describe('Canary roll-out of a runner template change', () => {
     });
     expect(jobs.map((j) => sim.job(j)?.result).filter((r) => r === 'canceled')).toEqual([]);
     expect(runners?.deletedDuringJob.size).toBe(0);
+    // Evidence that the roll-back met a busy canary runner: a canary job finished after it, by itself.
+    const rolledBackAt = Date.parse(condition?.lastTransitionTime ?? '');
+    const finishedLater = jobs
+      .map((j) => sim.job(j))
+      .filter((j) => j?.runnerName?.startsWith(`${SET}-canary-`) && Date.parse(j.finishTime) > rolledBackAt);
+    expect(finishedLater.map((j) => j?.result)).toContain('failed');
     // A later job runs on the previous image and succeeds.
     const after = sim.enqueueJob({ scaleSetId }).jobId;
     await waitFor(() => sim.job(after)?.result === 'succeeded', {
