@@ -29,13 +29,14 @@ export class CanaryTally {
     if (!JUDGED.has(job.result)) return;
     const failed = job.result === 'failed';
     const window = this.windowOf(job.runnerName);
-    if (window && canarySetOfRunner(this.runnerSetName, job.runnerName) === window.set) {
+    // A canary runner's job always lands in the window of its own set (windowOf opens it).
+    if (window) {
       window.jobs++;
       if (failed) {
         window.failed++;
         window.firstFailure ??= `job ${JSON.stringify(job.jobDisplayName)} of ${job.ownerName}/${job.repositoryName} ${job.result} on runner ${job.runnerName}`;
       }
-    } else if (this.window && !canarySetOfRunner(this.runnerSetName, job.runnerName)) {
+    } else if (this.window) {
       this.window.baselineJobs++;
       if (failed) this.window.baselineFailed++;
     }

@@ -225,4 +225,34 @@ describe('Canary roll-out of a runner template change', () => {
     expect(runners?.deletedDuringJob.size).toBe(0);
     expect(runners?.errors).toEqual([]);
   });
+
+  it('deletes the canary set with the AutoscalingRunnerSet, before the scale set goes from the service', async () => {
+    await setImage(GOOD);
+    const canarySet = await waitFor(
+      async () => (await runnerSets()).find((s) => imageOf(s) === GOOD && s.metadata?.name !== SET),
+      { description: 'a canary EphemeralRunnerSet for the change back', timeoutMs: 60_000 },
+    );
+    await waitFor(
+      () => sim.registrations().filter((r) => r.name.startsWith(canarySet.metadata?.name ?? '')).length > 0,
+      { description: 'a canary runner registered on the service', timeoutMs: 60_000 },
+    );
+    await kube.delete(AutoscalingRunnerSetKind, namespace, SET);
+    // Each look: was the scale set gone from the service while a canary set was still there?
+    let scaleSetGoneFirst = false;
+    await waitFor(
+      async () => {
+        const canaryLeft = (await runnerSets()).some((s) => s.metadata?.name === canarySet.metadata?.name);
+        if (canaryLeft && !sim.scaleSet(scaleSetId)) scaleSetGoneFirst = true;
+        return !canaryLeft && !sim.scaleSet(scaleSetId);
+      },
+      { description: 'the canary set and the scale set gone', timeoutMs: 120_000, intervalMs: 100 },
+    );
+    expect(scaleSetGoneFirst).toBe(false);
+    expect(await runnerSets()).toEqual([]);
+    await waitFor(() => sim.registrations().filter((r) => r.name.startsWith(`${SET}-`)).length === 0, {
+      description: 'no runner of the set left registered on the service',
+      timeoutMs: 60_000,
+    });
+    expect(runners?.deletedDuringJob.size).toBe(0);
+  });
 });

@@ -100,7 +100,9 @@ export class CanaryRollout {
         ars,
         'True',
         CanaryReasons.inProgress,
-        `Trying ${change} on ${settings.runners} canary runner(s), judged after ${settings.jobs} jobs: ${describeEvidence(evidence)}`,
+        // Canary counts only: the baseline moves with every job of the other runners, and a message
+        // that moved with it would cost a status write per job of the whole set.
+        `Trying ${change} on ${settings.runners} canary runner(s): ${evidence.jobs}/${settings.jobs} canary jobs finished, ${evidence.failed} failed`,
       );
       return { holdBack: true, keep: name };
     }
