@@ -51,6 +51,11 @@ export interface RunnerPlayerOptions {
   startDelayMs?: number;
   /** Share (0..1) of jobs that fail (job result failed, runner exits 0); default 0. */
   failShare?: number;
+  /**
+   * Runner images whose every job fails (job result failed, runner exits 0): a bad runner image, as a
+   * canary roll-out must catch. Read from the pod's `runner` container.
+   */
+  failingImages?: readonly string[];
   /** Share (0..1) of runners that crash with exit code 7 mid-job; default 0. */
   exit7Share?: number;
   /** How long a connected runner waits for a job before exiting 0 without one; default 60 s. */
@@ -155,7 +160,8 @@ export class RunnerPlayer {
           if (seen.has(uid)) continue;
           if (isTerminal(pod)) continue; // played by an earlier player, or failed before we saw it
           seen.add(uid);
-          const play = this.play(name, uid).finally(() => this.playing.delete(uid));
+          const image = pod.spec?.containers.find((c) => c.name === RUNNER_CONTAINER)?.image ?? '';
+          const play = this.play(name, uid, image).finally(() => this.playing.delete(uid));
           this.playing.set(uid, play);
         }
       } catch (err) {
@@ -199,7 +205,7 @@ export class RunnerPlayer {
     return (this.options.random ?? Math.random)();
   }
 
-  private async play(name: string, uid: string): Promise<void> {
+  private async play(name: string, uid: string, image = ''): Promise<void> {
     const { namespace, service } = this.options;
     const signal = this.abort.signal;
     const interval = this.options.pollIntervalMs ?? 250;
@@ -251,7 +257,9 @@ export class RunnerPlayer {
       const duration = this.options.jobDurationMs ?? 3_000;
       const runFor = typeof duration === 'function' ? duration() : duration;
       const crash = this.draw() < (this.options.exit7Share ?? 0);
-      const fail = !crash && this.draw() < (this.options.failShare ?? 0);
+      const fail =
+        !crash &&
+        (this.draw() < (this.options.failShare ?? 0) || !!this.options.failingImages?.includes(image));
       const runUntil = Date.now() + (crash ? runFor / 2 : runFor);
       while (Date.now() < runUntil) {
         const pod = await this.current(name, uid);

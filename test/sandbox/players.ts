@@ -14,6 +14,9 @@ import {
 } from './identities';
 import type { SandboxOptions } from './options';
 
+/** Every job of a runner pod with this image fails (exit 0): the sandbox's bad runner image. */
+export const SANDBOX_BROKEN_IMAGE = 'registry.example/broken-runner:1';
+
 /**
  * The kubelet's stand-ins: the runner player plays every runner pod in the runners' namespace (the
  * runner inside takes its one job and exits), the listener-pod player runs the listener process of
@@ -48,6 +51,8 @@ export function startPlayers(o: {
     jobDurationMs: o.options.duration * 1_000,
     failShare: o.options.failShare,
     exit7Share: o.options.exit7Share,
+    // A bad runner image to try a canary roll-out with during --keep (docs/sandbox.md).
+    failingImages: [SANDBOX_BROKEN_IMAGE],
     jobWaitTimeoutMs: 120_000,
   }).start();
 

@@ -9,6 +9,7 @@ import { WarmHeadroom } from './headroom';
 import { JobBookkeeping } from './job-bookkeeping';
 import { ListenerMetrics } from './listener-metrics';
 import { PollLoop, QueueApi } from './poll-loop';
+import { CanaryTally } from './canary-tally';
 import { PatchClient, Scaler } from './scaler';
 import { EphemeralRunnerSetScaling } from './scaling';
 import { MessageSession, SessionApi, type SessionState } from './session';
@@ -112,6 +113,7 @@ export class ScaleSetListener {
       scaling: this.kubeClient('scaler'),
       bookkeeping: this.kubeClient('bookkeeping'),
     };
+    const canary = new CanaryTally(config.ephemeralRunnerSetName);
     const scaler = new Scaler(kube.scaling, {
       namespace: config.ephemeralRunnerSetNamespace,
       name: config.ephemeralRunnerSetName,
@@ -119,6 +121,7 @@ export class ScaleSetListener {
       maxRunners: config.maxRunners,
       logger: log.child({ component: 'scaler' }),
       onDesired: (n) => this.gha.recordDesiredRunners(n),
+      canaryResults: () => canary.annotation(),
     });
     this.bookkeeping = new JobBookkeeping(kube.bookkeeping, {
       namespace: config.ephemeralRunnerSetNamespace,
@@ -166,6 +169,7 @@ export class ScaleSetListener {
         metrics: this.metrics,
         clock: this.clock,
         headroom: config.warmHeadroom && new WarmHeadroom(config.warmHeadroom),
+        canary,
       }),
       metrics: this.metrics,
       clock: this.clock,

@@ -1,4 +1,4 @@
-import { Annotations, EphemeralRunnerSetKind, type ResourceKind } from '@aro/api/lean';
+import { Annotations, CanaryAnnotations, EphemeralRunnerSetKind, type ResourceKind } from '@aro/api/lean';
 import type { KubeObject } from '@aro/kube/lean';
 import type { Logger } from '@aro/observability/lean';
 
@@ -26,6 +26,8 @@ export interface ScalerOptions {
   logger: Logger;
   /** Called with each desired count once it is written (the gha_desired_runners gauge). */
   onDesired?: (count: number) => void;
+  /** Canary job results, carried on each patch once a canary job was seen (canary-tally.ts). */
+  canaryResults?: () => string | undefined;
 }
 
 /** The EphemeralRunnerSet spec fields the listener owns. */
@@ -158,11 +160,15 @@ export class Scaler {
     // then the controller holds their slots for a few seconds at most). null clears an earlier list,
     // so the annotation never names runners for a later count.
     const named = [...this.completedRunners].slice(0, MAX_NAMED_RUNNERS);
+    const canary = this.o.canaryResults?.();
     // Both spec fields always, as upstream (its merge patch is computed against -1/-1), so the
     // controller never sees one without the other.
     await this.client.mergePatch(EphemeralRunnerSetKind, namespace, name, {
       metadata: {
-        annotations: { [Annotations.completedRunners]: named.length > 0 ? named.join(',') : null },
+        annotations: {
+          [Annotations.completedRunners]: named.length > 0 ? named.join(',') : null,
+          ...(canary === undefined ? {} : { [CanaryAnnotations.results]: canary }),
+        },
       },
       spec: { replicas: patch.replicas, patchID: patch.patchID },
     });

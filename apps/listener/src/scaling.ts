@@ -3,6 +3,7 @@ import type { Clock } from '@aro/kube/lean';
 import type { GhaMetrics } from './gha-metrics';
 import type { WarmHeadroom } from './headroom';
 import type { JobBookkeeping } from './job-bookkeeping';
+import type { CanaryTally } from './canary-tally';
 import type { ListenerMetrics } from './listener-metrics';
 import type { Scaler } from './scaler';
 
@@ -51,6 +52,8 @@ export class EphemeralRunnerSetScaling implements ScalingPort {
       clock: Clock;
       /** The warm headroom; without it the count is upstream's. */
       headroom?: WarmHeadroom;
+      /** Canary job results (canary-tally.ts), written by the scaler with each patch. */
+      canary?: CanaryTally;
     },
   ) {}
 
@@ -70,10 +73,12 @@ export class EphemeralRunnerSetScaling implements ScalingPort {
       this.recordStartTime(job);
       this.o.scaler.markJobEvent();
       this.o.bookkeeping.record(job);
+      this.o.canary?.jobStarted(job);
     }
     for (const job of completed) {
       this.o.gha.recordJobCompleted(job);
       this.o.scaler.markJobEvent(job.runnerName);
+      this.o.canary?.jobCompleted(job);
     }
   }
 

@@ -13,4 +13,5 @@ export * from './v1alpha1/kinds';
 export * from './v1alpha1/constants';
 export * from './v1alpha1/helpers';
 export * from './v1alpha1/listener-config';
+export * from './v1alpha1/canary';
 export * from './v1alpha1/scale-set';

@@ -321,6 +321,8 @@ export const autoscalingRunnerSetSchema: KindSchema<AutoscalingRunnerSet> = {
     col('Running Runners', '.status.runningEphemeralRunners', 'integer'),
     col('Finished Runners', '.status.finishedEphemeralRunners', 'integer'),
     col('Deleting Runners', '.status.deletingEphemeralRunners', 'integer'),
+    // ARO: the state of a canary roll-out (the CanaryRollout condition's reason); empty without one.
+    col('Canary', '.status.conditions[?(@.type=="CanaryRollout")].reason'),
   ],
   spec: autoscalingRunnerSetSpec,
   status: autoscalingRunnerSetStatus,

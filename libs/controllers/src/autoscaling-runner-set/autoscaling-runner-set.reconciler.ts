@@ -38,6 +38,7 @@ import { ScaleSetSync } from './scale-set-sync';
 import { CredentialChangeWatch } from './credential-change';
 import { ForgottenProtection } from './forgotten-protection';
 import { findCondition } from '../shared/conditions';
+import { CanaryRollout } from './canary';
 
 export type {
   AutoscalingRunnerSetReconcilerDeps,
@@ -65,6 +66,7 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
   private readonly legacyRunnerSets = new LegacyRunnerSets(this.ctx);
   private readonly credentialChange = new CredentialChangeWatch(this.ctx);
   private readonly forgottenProtection = new ForgottenProtection(this.ctx);
+  private readonly canary = new CanaryRollout(this.ctx, this.status, this.ctx.canaryMetrics);
 
   constructor(deps: AutoscalingRunnerSetReconcilerDeps, options: AutoscalingRunnerSetReconcilerOptions) {
     const ctx = scaleSetContext(deps, options);
@@ -128,7 +130,12 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
-    const retiring = await this.legacyRunnerSets.retire(ars, log);
+    // Canary roll-outs (opt-in): may hold the spec change back and keep its canary set from retiring.
+    const canary =
+      runnerSet === 'created' || runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated
+        ? undefined
+        : await this.canary.reconcile(ars, runnerSet, desiredRunnerSpec(ars, scaleSetId), log);
+    const retiring = await this.legacyRunnerSets.retire(ars, log, canary?.keep);
     if (runnerSet === 'created') return done;
     if (runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated) {
       // Stop scaling: the listener would only ask for runners that cannot run. No delete/recreate
@@ -141,7 +148,10 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
     // By meaning, not by serialization: upstream's Go types write `metadata: {}` and `resources: {}`
     // that ARO's rendering leaves out. Compared as written, every set taken over from upstream would
     // read as changed, and its idle runners would be deregistered and replaced at once.
-    if (runnerSpecHash(desiredSpec) !== runnerSpecHash(runnerSet.spec.ephemeralRunnerSpec)) {
+    if (
+      !canary?.holdBack &&
+      runnerSpecHash(desiredSpec) !== runnerSpecHash(runnerSet.spec.ephemeralRunnerSpec)
+    ) {
       const busy =
         (runnerSet.status?.pendingEphemeralRunners ?? 0) + (runnerSet.status?.runningEphemeralRunners ?? 0);
       const sameScaleSet = runnerSet.spec.ephemeralRunnerSpec?.runnerScaleSetId === scaleSetId;

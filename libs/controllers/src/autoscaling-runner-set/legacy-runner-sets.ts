@@ -20,14 +20,18 @@ import type { ScaleSetContext } from './runner-scale-set-context';
 export class LegacyRunnerSets {
   constructor(private readonly ctx: ScaleSetContext) {}
 
-  /** True while a retired set is still there, to be looked at again. */
-  async retire(ars: AutoscalingRunnerSet, log: Logger): Promise<boolean> {
+  /**
+   * True while a retired set is still there, to be looked at again. `keep`: a canary set in use; a
+   * canary set no longer in use (promoted, rolled back, opted out) retires the same way.
+   */
+  async retire(ars: AutoscalingRunnerSet, log: Logger, keep?: string): Promise<boolean> {
     const namespace = ars.metadata?.namespace ?? '';
     const legacy = (
       await this.ctx.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
     ).filter(
       (set) =>
         set.metadata?.name !== ars.metadata?.name &&
+        set.metadata?.name !== keep &&
         !set.metadata?.deletionTimestamp &&
         isControlledBy(set, ars),
     );

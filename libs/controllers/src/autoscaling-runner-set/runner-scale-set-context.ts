@@ -1,5 +1,6 @@
 import { ExponentialBackoffRateLimiter, type KeyedStore, type Pass } from '@aro/kube';
 import type { AutoscalingRunnerSet } from '@aro/api';
+import type { CanaryMetrics } from './canary/canary-metrics';
 
 import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
 /*
@@ -43,6 +44,8 @@ export interface RegisteredScaleSets {
 export interface AutoscalingRunnerSetReconcilerDeps extends ScaleSetReconcilerDeps {
   /** Absent where no runner controller keeps such a record (unit specs). */
   registeredScaleSets?: RegisteredScaleSets;
+  /** On the app's registry; absent: the default registry. */
+  metrics?: CanaryMetrics;
 }
 
 /** One pass of one AutoscalingRunnerSet. */
@@ -55,6 +58,7 @@ export interface ScaleSetContext extends ScaleSetPorts {
   /** Per set: when the service last said the scale set exists. */
   lastChecked: KeyedStore<number>;
   registeredScaleSets?: RegisteredScaleSets;
+  canaryMetrics?: CanaryMetrics;
 }
 
 export function scaleSetContext(
@@ -82,5 +86,6 @@ export function scaleSetContext(
     failures: new ExponentialBackoffRateLimiter(opts.errorBackoffBaseMs, opts.errorBackoffMaxMs, failures),
     lastChecked: ports.memory.slot('scale set checked'),
     registeredScaleSets: deps.registeredScaleSets,
+    canaryMetrics: deps.metrics,
   };
 }

@@ -25,6 +25,7 @@ import { runnerGroupId } from './scale-set-registration';
 import type { ScaleSetContext, ScaleSetPass } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
+import { deleteCanarySets } from './canary/canary-cleanup';
 
 export class ScaleSetFinalizer {
   constructor(
@@ -58,6 +59,7 @@ export class ScaleSetFinalizer {
       log.info('Waiting for the EphemeralRunnerSet and its runners to go');
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
+    if (await deleteCanarySets(this.ctx, ars, log)) return requeueAfter(this.ctx.opts.deletionPollMs);
     const id = scaleSetIdOf(ars) || (await this.scaleSetOfDeletedSet(ars, callSignal, log));
     if (id !== 0) {
       try {

@@ -15,6 +15,7 @@ import {
   type AutoscalingRunnerSetReconcilerOptions,
 } from './autoscaling-runner-set.reconciler';
 import type { RegisteredScaleSets } from './runner-scale-set-context';
+import { CanaryMetrics } from './canary/canary-metrics';
 
 export interface AutoscalingRunnerSetControllerConfig extends AutoscalingRunnerSetReconcilerOptions {
   maxConcurrentReconciles?: number;
@@ -41,7 +42,7 @@ export function setupAutoscalingRunnerSetController(
     parts.manager,
     'autoscalingrunnerset',
     new AutoscalingRunnerSetReconciler(
-      { ...scaleSetReconcilerDeps(parts, config.events), registeredScaleSets },
+      { ...scaleSetReconcilerDeps(parts, config.events, CanaryMetrics), registeredScaleSets },
       config,
     ),
     (watch) =>

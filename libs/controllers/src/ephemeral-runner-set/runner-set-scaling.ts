@@ -3,6 +3,7 @@ import { Result, exponentialBackoffMs, done, requeueAfter, sooner } from '@aro/k
 import { buildEphemeralRunner } from './runner-set-resources';
 import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
 import type { RunnerRemoval } from './runner-removal';
+import { recordCanaryStartFailures } from './canary-start-failures';
 
 /** Scaling by the listener's patch protocol (the reconciler's doc says how). */
 export class RunnerSetScaling {
@@ -97,6 +98,7 @@ export class RunnerSetScaling {
         `Runner ${runner.metadata?.name} failed (${runner.status?.reason ?? 'no reason'}: ${runner.status?.message ?? ''}); it is deleted and replaced`,
       );
     }
+    await recordCanaryStartFailures(this.ctx.client, set, pass.states.failed);
     const waitMs = exponentialBackoffMs(
       backoff.failuresInARow,
       this.ctx.opts.failedRunnerBackoffBaseMs,
