@@ -52,6 +52,8 @@ export class UpgradeWatch {
   readonly busyKills: BusyKill[] = [];
   /** Every runner pod seen, by name: the runner names the jobs report must be among them. */
   readonly runnerPods = new Set<string>();
+  /** The runner template revision (env ARO_TEMPLATE_REVISION) each runner pod was made from. */
+  readonly podRevision = new Map<string, string | undefined>();
   private readonly deleting = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
@@ -115,6 +117,10 @@ export class UpgradeWatch {
   private notePod(pod: V1Pod): void {
     const name = pod.metadata?.name ?? '';
     this.runnerPods.add(name);
+    if (!this.podRevision.has(name)) {
+      const env = pod.spec?.containers.find((c) => c.name === 'runner')?.env;
+      this.podRevision.set(name, env?.find((e) => e.name === 'ARO_TEMPLATE_REVISION')?.value);
+    }
     if (!pod.metadata?.deletionTimestamp || this.deleting.has(name)) return;
     this.deleting.add(name);
     const jobId = this.sim.runner(name)?.jobId;

@@ -211,6 +211,7 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
 
       const stages: { name: string; from: number; to: number }[] = [];
       const stage = async (name: string, step: () => Promise<void>): Promise<void> => {
+        await aJobRunning();
         const from = Date.now();
         log(`stage: ${name}`);
         await step();
@@ -250,23 +251,25 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
         });
       };
 
-      const runnerSetAt = async (revision: string | undefined): Promise<void> => {
+      // The template change is rolled out once a job queued after it ran on a runner of the new template.
+      const runnerSetAt = async (revision: string | undefined, from: number): Promise<void> => {
         await waitUntil(
-          `the runner set on template revision ${revision ?? 'first'}, listening`,
+          `a job run on a runner of template revision ${revision ?? 'first'}`,
           5 * CONTAINER_START_MS,
           async () => {
-            const list = await getJson<{ items: RunnerSetView[] }>(
-              kc,
-              `/apis/actions.github.com/v1alpha1/namespaces/${SCALE_SET.namespace}/ephemeralrunnersets`,
-            );
-            const env = list.items[0]?.spec?.ephemeralRunnerSpec?.spec?.containers
-              ?.find((c) => c.name === 'runner')
-              ?.env?.find((e) => e.name === 'ARO_TEMPLATE_REVISION')?.value;
-            const session = simulator.sessions().some((s) => s.scaleSetId === scaleSetId);
-            return env === revision && session ? true : `revision ${env ?? 'first'}, session ${session}`;
+            const done = jobs
+              .map((id) => simulator.job(id))
+              .filter((j) => j?.state === 'completed' && Date.parse(j.queueTime) >= from);
+            const onNew = done.filter((j) => watch?.podRevision.get(j?.runnerName ?? '') === revision);
+            return onNew.length > 0 ? true : `${done.length} jobs completed since, none on the new template`;
           },
         );
       };
+      // Each upgrade starts with a job running (and others queued behind the feed).
+      const aJobRunning = (): Promise<void> =>
+        waitUntil('a job running', 2 * CONTAINER_START_MS, async () =>
+          jobs.some((id) => simulator.job(id)?.state === 'running') ? true : 'no job running',
+        );
 
       await stage('controller upgraded (second image, debug log, chart 0.2.0)', async () => {
         const sessions = new Set(watch?.sessionIds);
@@ -274,8 +277,9 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
         await controllerRolledTo(derivedRef, sessions);
       });
       await stage('scale set upgraded (runner env, chart 0.2.0)', async () => {
+        const from = Date.now();
         await helmOn('upgrade', SCALE_SET, scaleSetChart(true), scaleSetValues('2'));
-        await runnerSetAt('2');
+        await runnerSetAt('2', from);
       });
       await stage('controller back (scale set now ahead of it)', async () => {
         const sessions = new Set(watch?.sessionIds);
@@ -283,8 +287,9 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
         await controllerRolledTo(firstRef, sessions);
       });
       await stage('scale set back', async () => {
+        const from = Date.now();
         await helmOn('upgrade', SCALE_SET, scaleSetChart(false), scaleSetValues(undefined));
-        await runnerSetAt(undefined);
+        await runnerSetAt(undefined, from);
       });
       clearInterval(feeder);
       feeder = undefined;
@@ -358,14 +363,6 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
     }
   });
 });
-
-interface RunnerSetView {
-  spec?: {
-    ephemeralRunnerSpec?: {
-      spec?: { containers?: { name: string; env?: { name: string; value?: string }[] }[] };
-    };
-  };
-}
 
 function imageOf(pod: V1Pod): string {
   return pod.spec?.containers[0]?.image ?? '';
