@@ -128,8 +128,8 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
-    const retiring = await this.legacyRunnerSets.retire(ars, log);
     if (runnerSet === 'created') return done;
+    const retiring = await this.legacyRunnerSets.retire(ars, runnerSet, log);
     if (runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated) {
       // Stop scaling: the listener would only ask for runners that cannot run. No delete/recreate
       // loop (upstream #4600): the set stays as it is until the template changes.
@@ -154,7 +154,7 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
 
     // 3. The listener.
     if (!this.ctx.opts.listenerImage) return this.listener.refuse(ars, runnerSet, log);
-    await this.listener.reconcile(ars, scaleSetId, log);
+    await this.listener.reconcile(ars, scaleSetId, runnerSet.metadata?.name ?? '', log);
     if (
       findCondition(ars.status?.conditions, ScaleSetConditionTypes.listenerConfigured)?.status === 'False'
     ) {
