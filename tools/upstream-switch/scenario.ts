@@ -237,7 +237,14 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     });
     observer.start();
     stops.unshift(async () => observer.stop());
-    const idleNow = () => observer.samples.at(-1)?.idle ?? [];
+    // Read from the service, not from the last sample: a job may have just taken one.
+    const idleNow = (): string[] =>
+      known.scaleSetId === undefined
+        ? []
+        : sim
+            .registrations({ scaleSetId: known.scaleSetId })
+            .filter((r) => r.status === 'idle' && r.jobId === null)
+            .map((r) => r.name);
     const waitIdle = (what: string, timeoutMs = 180_000) =>
       until(what, timeoutMs, () => (idleNow().length >= MIN_RUNNERS ? true : undefined));
 
@@ -265,11 +272,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         return j?.state === 'running' ? (j.runnerName ?? undefined) : undefined;
       });
       await waitIdle(`${MIN_RUNNERS} idle runners beside the long job`, 120_000);
-      // Read from the service now, not from the last sample: the long job may have just taken one.
-      const idleAtSwitch = sim
-        .registrations({ scaleSetId })
-        .filter((r) => r.status === 'idle' && r.jobId === null)
-        .map((r) => r.name);
+      const idleAtSwitch = idleNow();
       await dumpObjects(kube, join(dir, `switch-${i}-before.json`));
       const holderBefore = await leaseHolder(kube);
       const listenerStartsBefore = listeners.played.size;

@@ -37,9 +37,10 @@ export function findUpstreamBuild(dir: string): UpstreamBuild {
 
 /**
  * Upstream's manager with its chart's arguments (scale-set mode only, leader election on the chart's
- * Lease name, immediate update strategy), as the control plane's admin: the controller's RBAC is the
- * chart's business, not what a switch tests. Its API client follows KUBECONFIG, but leader election
- * reads its namespace from the pod's service-account folder, so that folder holds the namespace only.
+ * Lease name; 0.14's update strategy left at its default, immediate, a flag main no longer has), as
+ * the control plane's admin: the controller's RBAC is the chart's business, not what a switch tests.
+ * Its API client follows KUBECONFIG, but leader election reads its namespace from the pod's
+ * service-account folder, so that folder holds the namespace only.
  */
 export function startUpstreamManager(o: {
   build: UpstreamBuild;
@@ -55,7 +56,6 @@ export function startUpstreamManager(o: {
     '--leader-election-id=arc-gha-rs-controller',
     '--log-level=debug',
     '--log-format=text',
-    '--update-strategy=immediate',
     '--metrics-addr=0',
     '--health-probe-bind-address=',
   ]);
