@@ -35,6 +35,21 @@ export interface ListenerPodPlayerOptions {
   freePort: () => Promise<number>;
   pollIntervalMs?: number;
   log?: (line: string) => void;
+  /**
+   * The program that plays one pod's listener, when it is not apps/listener (another system's
+   * listener image, run from its own build): given the config file and the pod's kubeconfig, the
+   * command line and environment; undefined to run `listenerMain` as usual.
+   */
+  commandFor?: (
+    pod: V1Pod,
+    run: { configPath: string; kubeconfigPath: string; dir: string },
+  ) => Promise<ListenerCommand | undefined>;
+}
+
+export interface ListenerCommand {
+  binary: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
 }
 
 export interface PlayedListener {
@@ -213,12 +228,15 @@ export class ListenerPodPlayer {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const configPath = join(dir, 'config.json');
     writeFileSync(configPath, JSON.stringify(config), { mode: 0o600 });
-    const process_ = await ManagedProcess.start({
-      name: `listener ${name}`,
+    const command = (await this.options.commandFor?.(pod, { configPath, kubeconfigPath, dir })) ?? {
       binary: process.execPath,
       args: ['-r', '@swc-node/register', this.options.listenerMain],
-      logFile: join(dir, 'listener.log'),
       env: { ...process.env, LISTENER_CONFIG_PATH: configPath, KUBECONFIG: kubeconfigPath },
+    };
+    const process_ = await ManagedProcess.start({
+      name: `listener ${name}`,
+      ...command,
+      logFile: join(dir, 'listener.log'),
       pidFile: this.options.pidFile,
     });
     const metricsPath = config.metrics_endpoint || ListenerDefaults.metricsEndpoint;

@@ -1,5 +1,11 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerKind, EphemeralRunnerSet, EphemeralRunnerSetKind } from '@aro/api';
+import {
+  AutoscalingRunnerSetKind,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerSet,
+  EphemeralRunnerSetKind,
+} from '@aro/api';
 import { MultiClient } from '@aro/actions';
 import { KubeClient, type KubeObject, PodKind, isNotFound } from '@aro/kube';
 import { DEFAULT_PAT, type RunningSimulator, startSimulator } from '../../../apps/simulator/src';
@@ -209,21 +215,53 @@ describe('Takeover by meaning, and the finalizers of the version to go back to',
     });
   });
 
-  it("releases a 0.14.2 set carrying 0.14.2's finalizer (not left Terminating) while it writes main's name", async () => {
-    // ARO writing another version's name than the set carries: every known name must go at release.
+  it("serves a 0.14.2 install from 0.14.2's own set, keeping its idle runners, and its uninstall releases that set", async () => {
+    // Upstream 0.14 names its set `<scale set>-<random>` (and stamps no integrity hash on it). Creating
+    // a set of ARO's own beside it would retire that one: its idle runners deregistered at once.
     const state = await takeOver('0.14', 'arc-release', { UPSTREAM_COMPATIBILITY: 'main' });
-    const { namespace, arsName, scaleSetId } = state;
-    await waitFor(() => gone(EphemeralRunnerSetKind, namespace, state.ersName), {
-      description: `0.14.2's EphemeralRunnerSet ${state.ersName} retired and deleted`,
-      timeoutMs: 120_000,
-    });
-    const own = await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, arsName);
-    expect(own.metadata?.finalizers).toEqual([Upstream.ersFinalizer]);
+    const { namespace, arsName, scaleSetId, uids } = state;
+    const idleNames = state.idleRunners.map((r) => r.runner);
+    const ers = await waitFor(
+      async () => {
+        const set = await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, state.ersName);
+        const adopted = /^[0-9a-f]{16}$/.test(set.metadata?.annotations?.[Upstream.integrityHash] ?? '');
+        return adopted ? set : undefined;
+      },
+      { description: `ARO to adopt 0.14.2's EphemeralRunnerSet ${state.ersName}`, timeoutMs: 60_000 },
+    );
+    expect(ers.metadata?.deletionTimestamp).toBeUndefined();
+    // Upstream's own hash stays beside ARO's: 0.14.2, rolled back to, recognises its set by it.
+    expect(ers.metadata?.annotations?.['actions.github.com/runner-spec-hash']).toBe('z5q8c4w6m9');
+    expect(await gone(EphemeralRunnerSetKind, namespace, arsName)).toBe(true);
+    for (const name of idleNames) {
+      const er = await kube.get<EphemeralRunner>(EphemeralRunnerKind, namespace, name);
+      expect({ uid: er.metadata?.uid, deleting: er.metadata?.deletionTimestamp }).toEqual({
+        uid: uids.get(name),
+        deleting: undefined,
+      });
+    }
+    expect(sim.callCount('DELETE agents/{id}')).toBe(0);
+    expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(0);
+
+    // They serve: a new job runs on one of them.
     const job = sim.enqueueJob({ scaleSetId });
     await waitFor(() => sim.job(job.jobId)?.state === 'completed', {
       description: 'a new job to complete under ARO',
       timeoutMs: 120_000,
     });
+    expect(idleNames).toContain(sim.job(job.jobId)?.runnerName);
+
+    // Its finalizer is now the name of the version ARO was told to stay compatible with (main), and
+    // the uninstall releases the set under it: not left Terminating.
+    expect(ers.metadata?.finalizers).toEqual([Upstream.ersFinalizer]);
+    await kube.delete(AutoscalingRunnerSetKind, namespace, arsName);
+    await waitFor(
+      async () =>
+        (await gone(AutoscalingRunnerSetKind, namespace, arsName)) &&
+        (await gone(EphemeralRunnerSetKind, namespace, state.ersName)),
+      { description: 'the scale set and its 0.14.2 set gone', timeoutMs: 60_000 },
+    );
+    expect(sim.registrations({ scaleSetId })).toEqual([]);
   });
 
   async function gone(kind: Parameters<KubeClient['get']>[0], namespace: string, name: string) {

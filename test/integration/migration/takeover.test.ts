@@ -187,12 +187,10 @@ describe('Taking over a scale set from upstream in place', () => {
         if (er) expect(er.metadata?.uid).toBe(busyRunnerUids.get(b.runner));
       }
 
-      // Adopted: no scale set created, the scale set id unchanged; with upstream HEAD's set adopted as
-      // it is, no runner registered either. (Upstream 0.14's set is replaced by one named after the scale
-      // set, which the listener fills for the jobs it counts as assigned, as upstream does when it
-      // replaces a set: those new runners wait idle until the count drops.)
+      // Adopted: no scale set created, the scale set id unchanged; upstream's set adopted as it is
+      // (HEAD's named after the scale set, 0.14's `<set>-<random>`), so no runner registered either.
       expect(sim.callCount('POST runnerscalesets')).toBe(0);
-      if (layout === 'head') expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(0);
+      expect(sim.callCount('POST runnerscalesets/{id}/generatejitconfig')).toBe(0);
       expect(
         sim
           .scaleSets()
@@ -201,20 +199,15 @@ describe('Taking over a scale set from upstream in place', () => {
       ).toEqual([state.scaleSetId]);
       const ars = await kube.get<AutoscalingRunnerSet>(AutoscalingRunnerSetKind, namespace, state.arsName);
       expect(ars.metadata?.annotations?.[Upstream.scaleSetIdAnnotation]).toBe(String(state.scaleSetId));
-      if (layout === 'head') {
-        expect([...runners.outcomes.keys()].every((name) => upstreamRunners.has(name))).toBe(true);
-      } else {
-        // Upstream 0.14's set is retired: its idle runner let go, the set deleted once its runners are done.
-        await waitFor(() => gone(EphemeralRunnerSetKind, namespace, state.ersName), {
-          description: `upstream's EphemeralRunnerSet ${state.ersName} deleted once its runners were done`,
-          timeoutMs: 120_000,
-        });
-        expect(
-          (await kube.list<EphemeralRunner>(EphemeralRunnerKind, { namespace })).filter((er) =>
-            upstreamRunners.has(er.metadata?.name ?? ''),
-          ),
-        ).toEqual([]);
-      }
+      expect([...runners.outcomes.keys()].every((name) => upstreamRunners.has(name))).toBe(true);
+      // The set that serves the scale set is upstream's own, whatever its name: no second one beside it.
+      const servingSet = state.ersName;
+      expect(
+        (await kube.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })).map((x) => ({
+          name: x.metadata?.name,
+          deleting: x.metadata?.deletionTimestamp,
+        })),
+      ).toEqual([{ name: servingSet, deleting: undefined }]);
 
       // ---- new jobs run under ARO ----
       const jobs: JobView[] = Array.from({ length: 3 }, () =>
@@ -250,9 +243,10 @@ describe('Taking over a scale set from upstream in place', () => {
         [Upstream.scaleSetNameAnnotation]: state.arsName,
         [Upstream.runnerGroupAnnotation]: 'Default',
       });
-      // Upstream looks its EphemeralRunnerSet up by the ARS's name, and its listener by scaleSetListenerName.
+      // Upstream looks its EphemeralRunnerSet up by owner (0.14) or by the ARS's name (HEAD), its
+      // listener by scaleSetListenerName.
       // The set carries the one finalizer name that version removes (any other would keep it Terminating).
-      const ers = await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, state.arsName);
+      const ers = await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, servingSet);
       expect(ers.metadata?.finalizers).toEqual([
         layout === 'head' ? Upstream.ersFinalizer : Upstream.ersFinalizer0142,
       ]);
@@ -270,7 +264,7 @@ describe('Taking over a scale set from upstream in place', () => {
         expect(er.metadata?.annotations?.[Upstream.patchIdAnnotation]).toMatch(/^\d+$/);
         expect(er.metadata?.ownerReferences?.[0]).toMatchObject({
           kind: 'EphemeralRunnerSet',
-          name: state.arsName,
+          name: servingSet,
           controller: true,
         });
       }
@@ -300,7 +294,7 @@ describe('Taking over a scale set from upstream in place', () => {
         async () => {
           const checks = await Promise.all([
             gone(AutoscalingRunnerSetKind, namespace, state.arsName),
-            gone(EphemeralRunnerSetKind, namespace, state.arsName),
+            gone(EphemeralRunnerSetKind, namespace, servingSet),
             gone(AutoscalingListenerKind, controllerNamespace, state.listenerName),
             gone(PodKind, controllerNamespace, state.listenerName),
             gone(SecretKind, controllerNamespace, `${state.listenerName}-config`),

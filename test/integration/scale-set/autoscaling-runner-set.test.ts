@@ -187,7 +187,8 @@ describe('AutoscalingRunnerSet controller', () => {
     });
 
     const listener = await waitFor(() => readListener(ars), { description: 'the listener' });
-    expect(listener.metadata?.name).toMatch(/^arc-runner-set-[0-9a-f]{8}-listener$/);
+    // Upstream's suffix: up to 8 characters of the safe-encoding alphabet (fewer when the decimal sum is short).
+    expect(listener.metadata?.name).toMatch(/^arc-runner-set-[bcdfghjklmnpqrstvwxz2456789]{1,8}-listener$/);
     expect(listener.spec).toMatchObject({
       runnerScaleSetId: id,
       autoscalingRunnerSetNamespace: f.namespace,

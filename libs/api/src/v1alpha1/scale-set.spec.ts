@@ -3,6 +3,7 @@ import {
   fnv32aHex,
   safeEncodedFnv32a,
   integrityHash,
+  legacyRunnerProxySecretName,
   runnerProxySecretName,
   trimLabelValue,
 } from './scale-set';
@@ -14,8 +15,21 @@ describe('scale-set names and hashes', () => {
     expect(fnv32aHex('foobar')).toBe('bf9cf968');
   });
 
-  it('names the runner proxy secret as before', () => {
-    expect(runnerProxySecretName('set', 'ns')).toBe(`set-${fnv32aHex('ns')}-runner-proxy`);
+  // Expected names from upstream's own `proxyEphemeralRunnerSetSecretName` (resourcebuilder.go, the
+  // same body at the gha-runner-scale-set-0.14.2 tag and at main), cut into a throwaway Go program
+  // with upstream's hash package and run on these inputs.
+  it.each([
+    ['set', 'ns', 'set-55ccfb58-runner-proxy'],
+    ['arc-runners', 'arc-runners', 'arc-runners-754b578d-runner-proxy'],
+    ['linux-x64', 'ci', 'linux-x64-5b57784d-runner-proxy'],
+    ['k8s-runners', 'team-a', 'k8s-runners-b95f5b68-runner-proxy'],
+    ['x', 'default', 'x-68c4584d-runner-proxy'],
+  ])('names the runner proxy secret of %s in %s as upstream does: %s', (set, namespace, expected) => {
+    expect(runnerProxySecretName(set, namespace)).toBe(expected);
+  });
+
+  it('keeps the earlier ARO name of the runner proxy secret for runners that still point at it', () => {
+    expect(legacyRunnerProxySecretName('set', 'ns')).toBe(`set-${fnv32aHex('ns')}-runner-proxy`);
   });
 
   // Expected names come from upstream's own code, not from this one: `scaleSetListenerName` and

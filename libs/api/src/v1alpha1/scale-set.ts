@@ -142,8 +142,22 @@ export function trimLabelValue(value: string): string {
   return value.replace(/^[-_.]+/, '').replace(/[-_.]+$/, '');
 }
 
-/** The Secret with the runner pods' proxy variables: `<set>-<fnv32a(namespace)>-runner-proxy`. */
+/**
+ * The Secret with the runner pods' proxy variables, named as upstream names it
+ * (`proxyEphemeralRunnerSetSecretName` in its resourcebuilder.go, the same at 0.14.2 and on main):
+ * `<set>-<first 8 characters of the safe-encoded FNV-1a of the namespace>-runner-proxy`. With the
+ * same name on both sides, runners either controller created find their Secret after a switch, and
+ * either controller's cleanup removes the other's.
+ */
 export function runnerProxySecretName(runnerSetName: string, namespace: string): string {
+  return `${runnerSetName}-${safeEncodedFnv32a(namespace).slice(0, 8)}-runner-proxy`;
+}
+
+/**
+ * The name earlier ARO releases gave that Secret (`<set>-<FNV-1a of the namespace as hex>-runner-proxy`).
+ * Runners created then still point at it (`spec.proxySecretRef`), so it is kept until none does.
+ */
+export function legacyRunnerProxySecretName(runnerSetName: string, namespace: string): string {
   return `${runnerSetName}-${fnv32aHex(namespace)}-runner-proxy`;
 }
 

@@ -130,13 +130,13 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
 
     // 2. The EphemeralRunnerSet.
     const runnerSet = await this.runnerSet.reconcile(ars, scaleSetId, log);
+    if (runnerSet === 'created') return done;
     // Canary roll-outs (opt-in): may hold the spec change back and keep its canary set from retiring.
     const canary =
-      runnerSet === 'created' || runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated
+      runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated
         ? undefined
         : await this.canary.reconcile(ars, runnerSet, desiredRunnerSpec(ars, scaleSetId), log);
-    const retiring = await this.legacyRunnerSets.retire(ars, log, canary?.keep);
-    if (runnerSet === 'created') return done;
+    const retiring = await this.legacyRunnerSets.retire(ars, runnerSet, log, canary?.keep);
     if (runnerSet.status?.phase === EphemeralRunnerSetPhase.Outdated) {
       // Stop scaling: the listener would only ask for runners that cannot run. No delete/recreate
       // loop (upstream #4600): the set stays as it is until the template changes.
@@ -164,7 +164,7 @@ export class AutoscalingRunnerSetReconciler extends FinalizingReconciler<
 
     // 3. The listener.
     if (!this.ctx.opts.listenerImage) return this.listener.refuse(ars, runnerSet, log);
-    await this.listener.reconcile(ars, scaleSetId, log);
+    await this.listener.reconcile(ars, scaleSetId, runnerSet.metadata?.name ?? '', log);
     if (
       findCondition(ars.status?.conditions, ScaleSetConditionTypes.listenerConfigured)?.status === 'False'
     ) {

@@ -10,10 +10,10 @@ import type { Logger } from '@aro/observability';
 import type { ScaleSetContext } from './runner-scale-set-context';
 
 /**
- * EphemeralRunnerSets of the scale set other than the one named after it: what upstream's controller
- * up to 0.14 left (it named each set `<scale set>-<random>`, a new one per runner spec), found when
- * ARO takes over such a cluster (docs/migrating.md). ARO keeps one set per scale set, named after it,
- * so these are retired as upstream retired a replaced set: told to want no runners (replicas 0, patch
+ * EphemeralRunnerSets of the scale set other than the one serving it (currentRunnerSet in
+ * runner-set-sync): what upstream's controller up to 0.14 left (it named each set
+ * `<scale set>-<random>`, a new one per runner spec), found when ARO takes over such a cluster
+ * (docs/migrating.md). ARO keeps one set per scale set, so these are retired as upstream retired a replaced set: told to want no runners (replicas 0, patch
  * 0: idle runners leave, busy ones finish their job), and deleted once no runner is left in them.
  * Their runners are neither recreated nor cut short, and nothing of them lingers.
  */
@@ -21,16 +21,22 @@ export class LegacyRunnerSets {
   constructor(private readonly ctx: ScaleSetContext) {}
 
   /**
-   * True while a retired set is still there, to be looked at again. `keep`: a canary set in use; a
-   * canary set no longer in use (promoted, rolled back, opted out) retires the same way.
+   * True while a retired set is still there, to be looked at again. `current`: the set the scale set is
+   * served by; `keep`: a canary set in use (a canary set no longer in use, promoted, rolled back or
+   * opted out, retires the same way).
    */
-  async retire(ars: AutoscalingRunnerSet, log: Logger, keep?: string): Promise<boolean> {
+  async retire(
+    ars: AutoscalingRunnerSet,
+    current: EphemeralRunnerSet,
+    log: Logger,
+    keep?: string,
+  ): Promise<boolean> {
     const namespace = ars.metadata?.namespace ?? '';
     const legacy = (
       await this.ctx.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
     ).filter(
       (set) =>
-        set.metadata?.name !== ars.metadata?.name &&
+        set.metadata?.name !== current.metadata?.name &&
         set.metadata?.name !== keep &&
         !set.metadata?.deletionTimestamp &&
         isControlledBy(set, ars),

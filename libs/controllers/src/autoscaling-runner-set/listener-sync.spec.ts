@@ -79,7 +79,7 @@ function setup() {
 describe('ListenerSync: one listener per scale set, under upstream’s name', () => {
   it('creates the listener under the name upstream gives it', async () => {
     const s = setup();
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     expect(await s.names()).toEqual([UPSTREAM_NAME]);
   });
 
@@ -93,7 +93,7 @@ describe('ListenerSync: one listener per scale set, under upstream’s name', ()
     );
     s.kube.seed(AutoscalingListenerKind, listenerOf('other-xyz-listener', { namespace: NS, name: 'other' }));
 
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     expect(await s.names()).toEqual([
       `${OLDER_ARO_NAME} (deleting)`,
       'arc-runners-xyz-listener',
@@ -101,17 +101,17 @@ describe('ListenerSync: one listener per scale set, under upstream’s name', ()
     ]);
 
     await s.release(OLDER_ARO_NAME);
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     expect(await s.names()).toEqual([UPSTREAM_NAME, 'arc-runners-xyz-listener', 'other-xyz-listener']);
   });
 
   it('keeps its own listener when another one of the set appears beside it, and deletes that one', async () => {
     const s = setup();
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     const ours = s.kube.peek<AutoscalingListener>(AutoscalingListenerKind, CONTROLLER_NS, UPSTREAM_NAME);
     s.kube.seed(AutoscalingListenerKind, listenerOf(OLDER_ARO_NAME, { namespace: NS, name: NAME }));
 
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     expect(await s.names()).toEqual([UPSTREAM_NAME, `${OLDER_ARO_NAME} (deleting)`]);
     expect(
       s.kube.peek<AutoscalingListener>(AutoscalingListenerKind, CONTROLLER_NS, UPSTREAM_NAME)?.metadata?.uid,
@@ -120,7 +120,7 @@ describe('ListenerSync: one listener per scale set, under upstream’s name', ()
 
   it('on the set’s deletion, deletes every listener of the set and says which are still going', async () => {
     const s = setup();
-    await s.sync.reconcile(scaleSet, 7, silentLogger);
+    await s.sync.reconcile(scaleSet, 7, NAME, silentLogger);
     s.kube.seed(AutoscalingListenerKind, listenerOf(OLDER_ARO_NAME, { namespace: NS, name: NAME }));
 
     const going = await s.sync.delete(scaleSet, silentLogger, { live: true });

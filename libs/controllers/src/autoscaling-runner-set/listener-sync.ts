@@ -25,14 +25,19 @@ export class ListenerSync {
     private readonly status: ScaleSetStatusWriter,
   ) {}
 
-  async reconcile(ars: AutoscalingRunnerSet, scaleSetId: number, log: Logger): Promise<void> {
+  async reconcile(
+    ars: AutoscalingRunnerSet,
+    scaleSetId: number,
+    runnerSetName: string,
+    log: Logger,
+  ): Promise<void> {
     const settings: ListenerSettings = {
       controllerNamespace: this.ctx.opts.controllerNamespace,
       listenerImage: this.ctx.opts.listenerImage,
       imagePullSecrets: this.ctx.opts.listenerImagePullSecrets,
       excludeLabelPropagationPrefixes: this.ctx.opts.excludeLabelPropagationPrefixes,
     };
-    const desired = buildAutoscalingListener(ars, scaleSetId, settings);
+    const desired = buildAutoscalingListener(ars, scaleSetId, settings, runnerSetName);
     const name = desired.metadata?.name ?? '';
     const listeners = await this.listenersOf(ars, this.ctx.cache);
     const current = listeners.find((l) => l.metadata?.name === name);

@@ -138,6 +138,8 @@ export function buildAutoscalingListener(
   ars: AutoscalingRunnerSet,
   scaleSetId: number,
   settings: ListenerSettings,
+  /** The set it scales: named after the scale set, unless one of upstream 0.14's was taken over. */
+  runnerSetName: string = ars.metadata?.name ?? '',
 ): AutoscalingListener {
   const spec: AutoscalingListener['spec'] = JSON.parse(
     JSON.stringify({
@@ -146,7 +148,7 @@ export function buildAutoscalingListener(
       runnerScaleSetId: scaleSetId,
       autoscalingRunnerSetNamespace: ars.metadata?.namespace,
       autoscalingRunnerSetName: ars.metadata?.name,
-      ephemeralRunnerSetName: ars.metadata?.name,
+      ephemeralRunnerSetName: runnerSetName,
       maxRunners: ars.spec.maxRunners ?? UNBOUNDED_MAX_RUNNERS,
       minRunners: ars.spec.minRunners ?? 0,
       image: settings.listenerImage,

@@ -2,19 +2,56 @@ import { isDeepStrictEqual } from 'node:util';
 import {
   AutoscalingRunnerSet,
   AutoscalingRunnerSetPhase,
+  CanaryAnnotations,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   ScaleSetConditionTypes,
   ScaleSetReasons,
   meaningOf,
 } from '@aro/api';
-import { Result, isNotFound, requeueAfter } from '@aro/kube';
+import { type Reader, Result, isControlledBy, isNotFound, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { buildEphemeralRunnerSet, desiredRunnerSetMeta } from './runner-scale-set-resources';
 import { type ScaleSetContext } from './runner-scale-set-context';
 import type { ListenerSync } from './listener-sync';
 import type { ScaleSetStatusWriter } from './scale-set-status';
 import { findCondition } from '../shared/conditions';
+
+/**
+ * The EphemeralRunnerSet that serves the scale set: the one named after it (ARO's layout, and
+ * upstream's since its main branch), else the newest live set the scale set controls. Upstream's
+ * 0.14 releases name a set `<scale set>-<random>` and make a new one per runner spec; taking such an
+ * install over, ARO keeps serving the newest of them instead of creating its own beside it, which
+ * would retire that set and deregister its idle runners. Older ones are retired (legacy-runner-sets).
+ */
+export async function currentRunnerSet(
+  cache: Reader,
+  ars: AutoscalingRunnerSet,
+): Promise<EphemeralRunnerSet | undefined> {
+  const namespace = ars.metadata?.namespace ?? '';
+  const name = ars.metadata?.name ?? '';
+  try {
+    return await cache.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  const owned = (await cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })).filter(
+    // A canary set (canary-rollout.ts) serves only the change it tries, never the scale set.
+    (set) =>
+      !set.metadata?.deletionTimestamp &&
+      isControlledBy(set, ars) &&
+      set.metadata?.annotations?.[CanaryAnnotations.canaryOf] === undefined,
+  );
+  // Newest first, as upstream 0.14 picks its latest set; the name breaks a tie of the same second.
+  // (A timestamp may arrive as a Date or as the string the API wrote: compared as instants.)
+  const created = (set: EphemeralRunnerSet): number =>
+    new Date(set.metadata?.creationTimestamp ?? 0).getTime();
+  owned.sort(
+    (a, b) =>
+      created(b) - created(a) || String(b.metadata?.name ?? '').localeCompare(String(a.metadata?.name ?? '')),
+  );
+  return owned[0];
+}
 
 /** The set's EphemeralRunnerSet: created, its metadata kept, its runner spec updated (after a drain). */
 export class RunnerSetSync {
@@ -30,12 +67,8 @@ export class RunnerSetSync {
     log: Logger,
   ): Promise<EphemeralRunnerSet | 'created'> {
     const namespace = ars.metadata?.namespace ?? '';
-    const name = ars.metadata?.name ?? '';
-    let runnerSet: EphemeralRunnerSet;
-    try {
-      runnerSet = await this.ctx.cache.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+    const found = await currentRunnerSet(this.ctx.cache, ars);
+    if (!found) {
       await this.ctx.client.create(
         EphemeralRunnerSetKind,
         buildEphemeralRunnerSet(ars, scaleSetId, this.ctx.opts.excludeLabelPropagationPrefixes),
@@ -43,6 +76,8 @@ export class RunnerSetSync {
       log.info('Created the EphemeralRunnerSet');
       return 'created';
     }
+    let runnerSet = found;
+    const name = runnerSet.metadata?.name ?? '';
     const meta = desiredRunnerSetMeta(ars, this.ctx.opts.excludeLabelPropagationPrefixes);
     const labelsDiffer = Object.entries(meta.labels).some(([k, v]) => runnerSet.metadata?.labels?.[k] !== v);
     const annotationsDiffer = Object.entries(meta.annotations).some(

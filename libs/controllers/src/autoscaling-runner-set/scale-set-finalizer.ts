@@ -3,15 +3,15 @@ import {
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
   DEFAULT_RUNNER_GROUP,
+  type EphemeralRunnerSet,
   EphemeralRunnerSetKind,
-  ResourceKind,
   ScaleSetReasons,
 } from '@aro/api';
 import {
   type Released,
   Result,
   deleteIgnoringNotFound,
-  getIgnoringNotFound,
+  isControlledBy,
   released,
   requeueAfter,
 } from '@aro/kube';
@@ -54,9 +54,24 @@ export class ScaleSetFinalizer {
       });
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
-    if (await this.exists(EphemeralRunnerSetKind, namespace, name)) {
-      await deleteIgnoringNotFound(this.ctx.client, EphemeralRunnerSetKind, namespace, name);
-      log.info('Waiting for the EphemeralRunnerSet and its runners to go');
+    // Every set of the scale set: the one named after it, and any `<set>-<random>` of upstream 0.14
+    // still serving it (taken over) or retiring. Read live: the scale set goes from the service next,
+    // and a set the cache had not shown yet would keep registrations of a scale set that is gone.
+    const sets = (
+      await this.ctx.client.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
+    ).filter((set) => set.metadata?.name === name || isControlledBy(set, ars));
+    if (sets.length > 0) {
+      for (const set of sets.filter((x) => !x.metadata?.deletionTimestamp)) {
+        await deleteIgnoringNotFound(
+          this.ctx.client,
+          EphemeralRunnerSetKind,
+          namespace,
+          set.metadata?.name ?? '',
+        );
+      }
+      log.info('Waiting for the EphemeralRunnerSet and its runners to go', {
+        ephemeralRunnerSets: sets.map((x) => x.metadata?.name ?? '').join(','),
+      });
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     if (await deleteCanarySets(this.ctx, ars, log)) return requeueAfter(this.ctx.opts.deletionPollMs);
@@ -138,9 +153,5 @@ export class ScaleSetFinalizer {
       );
       return 0;
     }
-  }
-
-  private async exists(kind: ResourceKind, namespace: string, name: string): Promise<boolean> {
-    return (await getIgnoringNotFound(this.ctx.client, kind, namespace, name)) !== undefined;
   }
 }

@@ -23,7 +23,7 @@ import { RunnerSetFinalizer } from './runner-set-finalizer';
 import { RunnerSetScaling } from './runner-set-scaling';
 import { RunnerSetStatusWriter } from './runner-set-status';
 import { RunnerSetTransitions } from './runner-set-transitions';
-import { adoptUpstreamRunnerSet, isUpstreamIntegrityHash, storedSpecHash } from './upstream-adoption';
+import { adoptUpstreamRunnerSet, isUnadoptedUpstreamSet, storedSpecHash } from './upstream-adoption';
 import { RunnerFailureCondition } from './runner-failure-condition';
 
 export type { EphemeralRunnerSetReconcilerDeps } from './runner-set-context';
@@ -110,7 +110,7 @@ export class EphemeralRunnerSetReconciler extends FinalizingReconciler<Ephemeral
     this.status.publishCounts(pass);
 
     const hash = storedSpecHash(pass.obj);
-    if (isUpstreamIntegrityHash(pass.obj.metadata?.annotations?.[Annotations.integrityHash])) {
+    if (isUnadoptedUpstreamSet(pass.obj, runners.length)) {
       pass = { ...pass, obj: await adoptUpstreamRunnerSet(this.ctx.client, pass, hash) };
     }
     if (pass.obj.metadata?.annotations?.[Annotations.integrityHash] !== hash) {

@@ -1,4 +1,4 @@
-import { EphemeralRunnerSet, runnerProxySecretName } from '@aro/api';
+import { EphemeralRunnerSet, legacyRunnerProxySecretName, runnerProxySecretName } from '@aro/api';
 import {
   type Pass,
   type Released,
@@ -22,7 +22,7 @@ export class RunnerSetFinalizer {
 
   /**
    * Deleting the set: every runner goes, registration first; runners with a job are waited for (they
-   * leave by themselves when it ends). Then the proxy secret; then the finalizer may go.
+   * leave by themselves when it ends). Then the proxy secret (under either name); then the finalizer may go.
    */
   async finalize(deleting: Pass<EphemeralRunnerSet>): Promise<Result | Released> {
     const { obj: set, log } = deleting;
@@ -36,12 +36,14 @@ export class RunnerSetFinalizer {
       return requeueAfter(this.ctx.opts.deletionPollMs);
     }
     const namespace = set.metadata?.namespace ?? '';
-    await deleteIgnoringNotFound(
-      this.ctx.client,
-      SecretKind,
-      namespace,
-      runnerProxySecretName(set.metadata?.name ?? '', namespace),
-    );
+    const setName = set.metadata?.name ?? '';
+    // Both names: a set whose runners still used the earlier ARO name keeps that Secret until now.
+    for (const secret of [
+      runnerProxySecretName(setName, namespace),
+      legacyRunnerProxySecretName(setName, namespace),
+    ]) {
+      await deleteIgnoringNotFound(this.ctx.client, SecretKind, namespace, secret);
+    }
     log.info('Every runner of the deleted set is gone; removing its finalizer');
     return released();
   }

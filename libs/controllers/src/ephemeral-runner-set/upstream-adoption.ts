@@ -20,6 +20,16 @@ export function isUpstreamIntegrityHash(value: string | undefined): boolean {
 }
 
 /**
+ * Whether the set was written by upstream's controller and not yet taken over: it carries upstream's
+ * integrity hash (its main branch), or none at all while it already has runners (its 0.14 releases
+ * stamp no integrity hash on a set; ARO stores its hash on a set's first pass, before any runner).
+ */
+export function isUnadoptedUpstreamSet(set: EphemeralRunnerSet, runnerCount: number): boolean {
+  const stored = set.metadata?.annotations?.[Annotations.integrityHash];
+  return isUpstreamIntegrityHash(stored) || (stored === undefined && runnerCount > 0);
+}
+
+/**
  * The hash to keep on the set for its runner spec: {@link runnerSpecHash}, by meaning, so a spec
  * upstream serialized (`metadata: {}`, `resources: {}`) and the same spec rendered by ARO agree.
  * Earlier ARO versions stored the hash of the spec as written; a set still carrying that one for its
