@@ -52,6 +52,11 @@ export class KubeApiError extends Error {
     ctx: RequestContext,
     readonly status?: V1Status,
     body?: string,
+    /**
+     * How long the server asked the client to wait before trying again (its Retry-After header, or the
+     * Status's details.retryAfterSeconds), when it said.
+     */
+    readonly retryAfterSeconds?: number,
   ) {
     const reason = status?.reason || reasonByCode[statusCode] || 'Unknown';
     const detail = status?.message || body?.trim().slice(0, 500) || 'no message';

@@ -16,6 +16,8 @@ export interface TransportOptions {
 export interface HttpResponse {
   statusCode: number;
   body: string;
+  /** The Retry-After header, when the server sent one (API priority and fairness does with its 429s). */
+  retryAfter?: string;
 }
 
 export interface RequestSpec {
@@ -143,7 +145,11 @@ export class HttpTransport {
         res.on('end', () => {
           clearTimeout(timer);
           spec.signal?.removeEventListener('abort', onAbort);
-          resolve({ statusCode: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+          resolve({
+            statusCode: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            retryAfter: res.headers['retry-after'],
+          });
         });
       });
       req.end(payload);
@@ -194,7 +200,11 @@ export class HttpTransport {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', (err) => finish(undefined, err));
           res.on('end', () =>
-            finish({ statusCode: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+            finish({
+              statusCode: res.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              retryAfter: res.headers['retry-after'],
+            }),
           );
           return;
         }
