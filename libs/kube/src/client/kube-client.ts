@@ -70,6 +70,14 @@ export class KubeClient implements Reader {
     this.transport.close();
   }
 
+  /**
+   * Resets every connection to the API server (see HttpTransport.resetConnections): a replica that
+   * lost its lease calls it so that no write it sent can still reach the server later.
+   */
+  resetConnections(): number {
+    return this.transport.resetConnections();
+  }
+
   async get<T extends KubeObject>(kind: ResourceKind, namespace: string, name: string): Promise<T> {
     const ctx = { verb: 'get', kind, namespace, name };
     return this.call<T>({ method: 'GET', path: resourcePath(kind, namespace, name), ctx });
