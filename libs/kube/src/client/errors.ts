@@ -69,6 +69,19 @@ export class KubeApiError extends Error {
   }
 }
 
+/**
+ * How long the apiserver asked to wait before trying again, in ms, when `e` (or an error it wraps as its
+ * cause) is a 429 that said; 0 otherwise.
+ */
+export function retryAfterMsOf(e: unknown): number {
+  for (let cause = e, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    if (cause instanceof KubeApiError && cause.statusCode === 429 && cause.retryAfterSeconds) {
+      return cause.retryAfterSeconds * 1000;
+    }
+  }
+  return 0;
+}
+
 /** The request never got an answer: connection refused or reset, TLS failure, or the request timeout. */
 export class KubeTransportError extends Error {
   override readonly name = 'KubeTransportError';
