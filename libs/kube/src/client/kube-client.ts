@@ -53,6 +53,8 @@ export class KubeClient implements Reader {
   private readonly fieldManager: string;
   private readonly log: Logger;
   private readonly maxThrottledRetries: number;
+  /** Per request target, when the apiserver said it would take it again (epoch ms). */
+  private readonly notBefore = new Map<string, number>();
 
   constructor(kubeConfig: KubeConfigSource, opts: KubeClientOptions = {}) {
     this.transport = new HttpTransport(kubeConfig, {
@@ -232,6 +234,15 @@ export class KubeClient implements Reader {
     });
   }
 
+  /** Holds requests to `target` back for `ms`; forgets targets whose wait is over once there are many. */
+  private holdBack(target: string, ms: number): void {
+    const now = Date.now();
+    if (this.notBefore.size > 1_000) {
+      for (const [t, at] of this.notBefore) if (at <= now) this.notBefore.delete(t);
+    }
+    this.notBefore.set(target, now + ms);
+  }
+
   private async write<T>(spec: RequestSpec): Promise<T> {
     try {
       const result = await this.call<T>(spec);
@@ -251,18 +262,25 @@ export class KubeClient implements Reader {
    * its priority level.
    */
   private async call<T>(spec: RequestSpec): Promise<T> {
-    let res = await this.transport.request(spec);
-    for (let retry = 1; res.statusCode === 429 && retry <= this.maxThrottledRetries; retry++) {
-      const seconds = retryAfterSeconds(res);
-      if (seconds === undefined || seconds > MAX_RETRY_AFTER_SECONDS) break;
+    // The wait is kept per target (method and path), not only by this call: another caller's request
+    // for the same object (two controllers reading one ServiceAccount) waits it out too.
+    const target = `${spec.method} ${spec.path.split('?')[0]}`;
+    let res: HttpResponse;
+    for (let retry = 0; ; retry++) {
+      const wait = (this.notBefore.get(target) ?? 0) - Date.now();
+      if (wait > 0) await waitOrAbort(wait, spec.signal);
+      res = await this.transport.request(spec);
+      const seconds = res.statusCode === 429 ? retryAfterSeconds(res) : undefined;
+      if (seconds === undefined) break;
+      // No sooner than a second: a Retry-After of 0 must not turn into a burst.
+      this.holdBack(target, Math.min(Math.max(1, seconds), MAX_RETRY_AFTER_SECONDS) * 1000);
+      if (retry >= this.maxThrottledRetries || seconds > MAX_RETRY_AFTER_SECONDS || spec.signal?.aborted)
+        break;
       this.log.debug('The API server asked to retry later; waiting', {
         ...logFields(spec.ctx),
         retryAfterSeconds: seconds,
-        retry,
+        retry: retry + 1,
       });
-      // No sooner than a second: a Retry-After of 0 must not turn into a burst.
-      if (!(await waitOrAbort(Math.max(1, seconds) * 1000, spec.signal))) break;
-      res = await this.transport.request(spec);
     }
     if (res.statusCode < 200 || res.statusCode >= 300) throw toApiError(res, spec.ctx);
     try {

@@ -75,6 +75,18 @@ describe('KubeClient on a 429 with Retry-After', () => {
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(900);
   });
 
+  it("holds back another caller's request for the same object until the wait is over", async () => {
+    server = new SheddingServer(1, '1');
+    client = await server.client();
+    const first = client.get(ConfigMapKind, 'ns', 'c');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const second = client.get(ConfigMapKind, 'ns', 'c');
+    await Promise.all([first, second]);
+    expect(server.arrivals).toHaveLength(3);
+    for (const later of server.arrivals.slice(1))
+      expect(later - server.arrivals[0]).toBeGreaterThanOrEqual(900);
+  });
+
   it('writes too: a refused write was not served, so it is sent again', async () => {
     server = new SheddingServer(1, '1');
     client = await server.client();
