@@ -5,6 +5,7 @@ export interface KubeResponse {
   status: number;
   /** Parsed JSON when the body is JSON, the raw text otherwise. */
   body: unknown;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface KubeRequest {
@@ -14,6 +15,8 @@ export interface KubeRequest {
   body?: unknown;
   contentType?: string;
   timeoutMs?: number;
+  /** More request headers (e.g. `Impersonate-User`). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -32,7 +35,7 @@ export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<Kub
     hostname: url.hostname,
     port: url.port,
     path: url.pathname + url.search,
-    headers: { Accept: 'application/json' },
+    headers: { Accept: 'application/json', ...req.headers },
   };
   await kc.applyToHTTPSOptions(options);
   const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
@@ -59,7 +62,7 @@ export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<Kub
             body = text;
           }
         }
-        resolve({ status: res.statusCode ?? 0, body });
+        resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
       });
     });
     outgoing.setTimeout(timeoutMs, () => {

@@ -1,7 +1,7 @@
 import type { ResourceKind } from '@aro/api';
 import { getOrCreateCounter, type Logger } from '@aro/observability';
 import type { Counter, Registry } from 'prom-client';
-import { isGone } from '../client/errors';
+import { KubeApiError, isGone } from '../client/errors';
 import type { KubeClient } from '../client/kube-client';
 import type { KubeObject, ListOptions, WatchEvent } from '../client/types';
 import { exponentialBackoffMs } from '../queue/rate-limiter';
@@ -137,7 +137,9 @@ export class Watcher<T extends KubeObject> {
           if (this.failures > 1) await sleep(this.delay(this.failures - 1), stop);
           continue;
         }
-        const delayMs = this.delay(this.failures);
+        // A server shedding load says when to come back; backoff alone may come sooner.
+        const askedMs = err instanceof KubeApiError ? (err.retryAfterSeconds ?? 0) * 1000 : 0;
+        const delayMs = Math.max(this.delay(this.failures), askedMs);
         this.log.warn('List or watch failed; retrying', {
           error: this.lastError,
           attempt: this.failures,

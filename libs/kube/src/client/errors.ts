@@ -52,6 +52,11 @@ export class KubeApiError extends Error {
     ctx: RequestContext,
     readonly status?: V1Status,
     body?: string,
+    /**
+     * How long the server asked the client to wait before trying again (its Retry-After header, or the
+     * Status's details.retryAfterSeconds), when it said.
+     */
+    readonly retryAfterSeconds?: number,
   ) {
     const reason = status?.reason || reasonByCode[statusCode] || 'Unknown';
     const detail = status?.message || body?.trim().slice(0, 500) || 'no message';
@@ -62,6 +67,19 @@ export class KubeApiError extends Error {
     this.namespace = ctx.namespace;
     this.objectName = ctx.name;
   }
+}
+
+/**
+ * How long the apiserver asked to wait before trying again, in ms, when `e` (or an error it wraps as its
+ * cause) is a 429 that said; 0 otherwise.
+ */
+export function retryAfterMsOf(e: unknown): number {
+  for (let cause = e, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    if (cause instanceof KubeApiError && cause.statusCode === 429 && cause.retryAfterSeconds) {
+      return cause.retryAfterSeconds * 1000;
+    }
+  }
+  return 0;
 }
 
 /** The request never got an answer: connection refused or reset, TLS failure, or the request timeout. */

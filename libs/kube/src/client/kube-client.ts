@@ -17,7 +17,18 @@ export interface KubeClientOptions {
   logger?: Logger;
   /** Where rest_client_requests_total is counted; the process's /metrics registry by default. */
   registry?: Registry;
+  /**
+   * How many times a request refused with 429 and a Retry-After is sent again, each after the wait the
+   * server asked for. Default 10, as client-go.
+   */
+  maxThrottledRetries?: number;
 }
+
+/**
+ * The longest Retry-After the client waits out itself (API priority and fairness asks for 1 to 32 s).
+ * A longer one goes back to the caller in the error, to requeue by.
+ */
+const MAX_RETRY_AFTER_SECONDS = 60;
 
 const MERGE_PATCH = 'application/merge-patch+json';
 /*
@@ -41,6 +52,9 @@ export class KubeClient implements Reader {
   private readonly transport: HttpTransport;
   private readonly fieldManager: string;
   private readonly log: Logger;
+  private readonly maxThrottledRetries: number;
+  /** Per request target, when the apiserver said it would take it again (epoch ms). */
+  private readonly notBefore = new Map<string, number>();
 
   constructor(kubeConfig: KubeConfigSource, opts: KubeClientOptions = {}) {
     this.transport = new HttpTransport(kubeConfig, {
@@ -49,12 +63,21 @@ export class KubeClient implements Reader {
       registry: opts.registry ?? metricsRegistry(),
     });
     this.fieldManager = opts.fieldManager ?? 'aro';
+    this.maxThrottledRetries = opts.maxThrottledRetries ?? 10;
     this.log = (opts.logger ?? silentLogger).child({ component: 'kube-client' });
   }
 
   /** Releases keep-alive sockets. The client is unusable afterwards. */
   close(): void {
     this.transport.close();
+  }
+
+  /**
+   * Resets every connection to the API server (see HttpTransport.resetConnections): a replica that
+   * lost its lease calls it so that no write it sent can still reach the server later.
+   */
+  resetConnections(): number {
+    return this.transport.resetConnections();
   }
 
   async get<T extends KubeObject>(kind: ResourceKind, namespace: string, name: string): Promise<T> {
@@ -211,6 +234,15 @@ export class KubeClient implements Reader {
     });
   }
 
+  /** Holds requests to `target` back for `ms`; forgets targets whose wait is over once there are many. */
+  private holdBack(target: string, ms: number): void {
+    const now = Date.now();
+    if (this.notBefore.size > 1_000) {
+      for (const [t, at] of this.notBefore) if (at <= now) this.notBefore.delete(t);
+    }
+    this.notBefore.set(target, now + ms);
+  }
+
   private async write<T>(spec: RequestSpec): Promise<T> {
     try {
       const result = await this.call<T>(spec);
@@ -222,8 +254,34 @@ export class KubeClient implements Reader {
     }
   }
 
+  /**
+   * One request. A 429 that says when to come back (API priority and fairness shedding load, the
+   * max-in-flight limit) is sent again after that wait, as client-go does: such a request was refused
+   * before it was served, so sending it again (a write too) does not do it twice, and a client that
+   * retried sooner would be refused again and make the server's Retry-After grow for every client of
+   * its priority level.
+   */
   private async call<T>(spec: RequestSpec): Promise<T> {
-    const res = await this.transport.request(spec);
+    // The wait is kept per target (method and path), not only by this call: another caller's request
+    // for the same object (two controllers reading one ServiceAccount) waits it out too.
+    const target = `${spec.method} ${spec.path.split('?')[0]}`;
+    let res: HttpResponse;
+    for (let retry = 0; ; retry++) {
+      const wait = (this.notBefore.get(target) ?? 0) - Date.now();
+      if (wait > 0) await waitOrAbort(wait, spec.signal);
+      res = await this.transport.request(spec);
+      const seconds = res.statusCode === 429 ? retryAfterSeconds(res) : undefined;
+      if (seconds === undefined) break;
+      // No sooner than a second: a Retry-After of 0 must not turn into a burst.
+      this.holdBack(target, Math.min(Math.max(1, seconds), MAX_RETRY_AFTER_SECONDS) * 1000);
+      if (retry >= this.maxThrottledRetries || seconds > MAX_RETRY_AFTER_SECONDS || spec.signal?.aborted)
+        break;
+      this.log.debug('The API server asked to retry later; waiting', {
+        ...logFields(spec.ctx),
+        retryAfterSeconds: seconds,
+        retry: retry + 1,
+      });
+    }
     if (res.statusCode < 200 || res.statusCode >= 300) throw toApiError(res, spec.ctx);
     try {
       return JSON.parse(res.body) as T;
@@ -245,9 +303,33 @@ function toApiError(res: HttpResponse, ctx: RequestContext): KubeApiError {
     const parsed = JSON.parse(res.body) as { kind?: string };
     if (parsed.kind === 'Status') status = parsed as V1Status;
   } catch {
-    // Not JSON (a proxy's error page): the body text goes into the message instead.
+    // Not JSON (a proxy's error page, API priority and fairness's plain-text 429): the body text goes
+    // into the message instead.
   }
-  return new KubeApiError(res.statusCode, ctx, status, status ? undefined : res.body);
+  const retryAfter = retryAfterSeconds(res) ?? status?.details?.retryAfterSeconds;
+  return new KubeApiError(res.statusCode, ctx, status, status ? undefined : res.body, retryAfter);
+}
+
+/** Retry-After in whole seconds (the apiserver never sends an HTTP date), or undefined. */
+function retryAfterSeconds(res: HttpResponse): number | undefined {
+  if (res.retryAfter === undefined || !/^\d+$/.test(res.retryAfter.trim())) return undefined;
+  return Number(res.retryAfter.trim());
+}
+
+/** Waits `ms`; false when `signal` aborted first (the caller gave up on the request). */
+function waitOrAbort(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function withTypeMeta<T extends KubeObject>(kind: ResourceKind, obj: T): T {

@@ -5,6 +5,7 @@ import type { KubeConfigSource } from './kubeconfig';
 import { KubeTransportError, type RequestContext } from './errors';
 import { checkKubeConfig } from './kubeconfig-check';
 import { type RequestResultRecorder, restClientRequests } from './metrics';
+import { resettableAgent } from './resettable-agent';
 
 export interface TransportOptions {
   requestTimeoutMs: number;
@@ -16,6 +17,8 @@ export interface TransportOptions {
 export interface HttpResponse {
   statusCode: number;
   body: string;
+  /** The Retry-After header, when the server sent one (API priority and fairness does with its 429s). */
+  retryAfter?: string;
 }
 
 export interface RequestSpec {
@@ -38,6 +41,7 @@ export interface RequestSpec {
 export class HttpTransport {
   private readonly server: URL;
   private readonly agent: http.Agent;
+  private readonly resetAll: () => number;
   private readonly viaProxy: boolean;
   private readonly recordResult: RequestResultRecorder;
 
@@ -51,15 +55,23 @@ export class HttpTransport {
     this.server = new URL(cluster.server);
     this.viaProxy = Boolean(cluster.proxyUrl);
     this.recordResult = restClientRequests(opts.registry, this.server);
-    this.agent =
-      this.server.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true })
-        : new http.Agent({ keepAlive: true });
+    const { agent, resetAll } = resettableAgent(this.server.protocol);
+    this.agent = agent;
+    this.resetAll = resetAll;
   }
 
   /** Closes idle keep-alive sockets so a process (or a test) can exit. */
   close(): void {
     this.agent.destroy();
+  }
+
+  /**
+   * Ends every connection at once with a TCP reset, requests in flight and watches too: what the kernel
+   * has not delivered yet is dropped rather than sent when the network comes back. Returns how many
+   * connections were reset. The transport stays usable: the next request opens a new connection.
+   */
+  resetConnections(): number {
+    return this.resetAll();
   }
 
   private async requestOptions(spec: RequestSpec): Promise<https.RequestOptions> {
@@ -143,7 +155,11 @@ export class HttpTransport {
         res.on('end', () => {
           clearTimeout(timer);
           spec.signal?.removeEventListener('abort', onAbort);
-          resolve({ statusCode: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+          resolve({
+            statusCode: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            retryAfter: res.headers['retry-after'],
+          });
         });
       });
       req.end(payload);
@@ -194,7 +210,11 @@ export class HttpTransport {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', (err) => finish(undefined, err));
           res.on('end', () =>
-            finish({ statusCode: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+            finish({
+              statusCode: res.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              retryAfter: res.headers['retry-after'],
+            }),
           );
           return;
         }

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '@aro/observability';
 import { Registry } from 'prom-client';
 import type { InformerEvent } from '../cache';
-import type { KubeObject } from '../client';
+import { type KubeObject, KubeApiError, PodKind } from '../client';
 import { FakeClock, flushMicrotasks } from '../testing';
 import { Controller, type ControllerOptions, type EventSource } from './controller';
 import { enqueueControllingOwner, enqueueObject } from './handlers';
@@ -256,6 +256,29 @@ describe('Controller', () => {
     await flushMicrotasks();
     expect(r.names()).toEqual(['flaky', 'flaky', 'flaky', 'healthy']);
     r.calls[3].finish(done);
+    h.stop.abort();
+    await h.running;
+  });
+
+  it('retries a reconcile that failed on a 429 no sooner than the Retry-After it carries', async () => {
+    const r = new ScriptedReconciler();
+    const h = harness(r);
+    h.source.emit({ type: 'added', object: obj('shed') });
+    await flushMicrotasks();
+    const refused = new KubeApiError(
+      429,
+      { verb: 'create', kind: PodKind, namespace: 'ns' },
+      undefined,
+      'Too many requests, please try again later.',
+      3,
+    );
+    // Wrapped, as a reconciler that adds context to what failed would.
+    r.calls[0].finish(new Error('creating the pod', { cause: refused }));
+    await h.clock.advance(2_999);
+    expect(r.calls).toHaveLength(1);
+    await h.clock.advance(1);
+    expect(r.calls).toHaveLength(2);
+    r.calls[1].finish(done);
     h.stop.abort();
     await h.running;
   });

@@ -3,6 +3,7 @@ import { metricsRegistry, type Logger } from '@aro/observability';
 import type { Registry } from 'prom-client';
 import type { InformerEvent } from '../cache';
 import type { KubeObject } from '../client';
+import { retryAfterMsOf } from '../client/errors';
 import type { HealthStatus, Runnable } from '../manager/runnable';
 import { type Clock, systemClock } from '../queue/clock';
 import type { RateLimiter } from '../queue/rate-limiter';
@@ -239,7 +240,9 @@ export class Controller implements Runnable {
     } else if (failure !== undefined) {
       outcome = 'error';
       this.metrics.errors.inc({ controller: this.name });
-      this.queue.addRateLimited(key);
+      // A 429 the client stopped retrying still says when the apiserver will take it: the backoff
+      // (5 ms at first) must not bring it back sooner.
+      this.queue.addRateLimited(key, retryAfterMsOf(failure.error));
       log.error('Reconciler error; retrying with backoff', failure.error, {
         requeues: this.queue.numRequeues(key),
       });

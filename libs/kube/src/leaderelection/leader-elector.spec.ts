@@ -191,10 +191,11 @@ describe('LeaderElector', () => {
     const b = candidate(leases, 'b', clock);
     await clock.advance(4_000);
 
+    // a's last renewal started at 4 s; its deadline is 10 s from then, not from the next attempt at 6 s.
     leases.cutOff.add('a');
     let outcome: ElectionOutcome | undefined;
     void a.outcome.then((o) => (outcome = o));
-    await clock.advance(2_000 + 9_000);
+    await clock.advance(9_000);
     expect(outcome).toBeUndefined();
     expect(a.elector.isLeader()).toBe(true);
     await clock.advance(1_000);
@@ -202,11 +203,35 @@ describe('LeaderElector', () => {
     expect(a.elector.isLeader()).toBe(false);
     expect(await gauge(registryA)).toBe(0);
 
-    // The standby saw a's last renewal about 12 s ago; it must wait out the rest of the 15 s.
+    // The standby saw a's last renewal 10 s ago; it must wait out the rest of the 15 s.
     expect(b.elector.isLeader()).toBe(false);
-    await clock.advance(6_000);
+    await clock.advance(4_000);
+    expect(b.elector.isLeader()).toBe(false);
+    await clock.advance(2_000);
     expect(b.elector.isLeader()).toBe(true);
     expect(leases.read('ns', 'lock')!.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
+    b.abort.abort();
+  });
+
+  it('stops leading before a standby may take over when retryPeriod + renewDeadline exceeds the lease', async () => {
+    // Timings the elector accepts (renewDeadline under leaseDuration) where counting the deadline from
+    // the next attempt would lead 2 + 7 = 9 s past the last renewal, on an 8 s lease.
+    const terms = { leaseDurationMs: 8_000, renewDeadlineMs: 7_000, retryPeriodMs: 2_000 };
+    const clock = new FakeClock();
+    const leases = new InMemoryLeases();
+    const a = candidate(leases, 'a', clock, new Registry(), terms);
+    await clock.advance(0);
+    const b = candidate(leases, 'b', clock, new Registry(), terms);
+    await clock.advance(4_000);
+    leases.cutOff.add('a');
+    const both: number[] = [];
+    for (let t = 0; t < 20_000; t += 100) {
+      await clock.advance(100);
+      if (a.elector.isLeader() && b.elector.isLeader()) both.push(t);
+    }
+    expect(both).toEqual([]);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(b.elector.isLeader()).toBe(true);
     b.abort.abort();
   });
 
@@ -215,8 +240,9 @@ describe('LeaderElector', () => {
     const leases = new InMemoryLeases();
     const a = candidate(leases, 'a', clock);
     await clock.advance(0);
+    // Renewed at 0 s; the attempts at 2, 4 and 6 s fail, the one at 8 s (under the 10 s deadline) succeeds.
     leases.cutOff.add('a');
-    await clock.advance(8_000);
+    await clock.advance(7_000);
     leases.cutOff.delete('a');
     let outcome: ElectionOutcome | undefined;
     void a.outcome.then((o) => (outcome = o));

@@ -20,9 +20,15 @@ import type { Lease, LeaseClient, LeaseSpec } from './lease-client';
  *   (which is shorter than leaseDuration, so the old leader stops before a standby can take over);
  * - release on cancel: clearing holderIdentity lets a standby take over at once instead of waiting
  *   out the lease.
- * Where it is stricter than client-go: a leader whose renewal finds another holder steps down at once
- * rather than retrying until renewDeadline (a leader whose monotonic clock stood still through a VM
- * suspend can wake to find its lease taken), and an attempt abandoned at its deadline never writes.
+ * Where it is stricter than client-go: the renewDeadline is counted from the start of the last renewal
+ * that succeeded, not from the next attempt after it. client-go's leader leads up to retryPeriod +
+ * renewDeadline past its last renewal, which timings it accepts (renewDeadline under leaseDuration) can
+ * put past the moment a standby may take the lease: 8/7/2 s leads 9 s on an 8 s lease. Counted from the
+ * attempt's start, which is no later than the renewTime the standbys count from, the leader stops at
+ * most renewDeadline after it, always before leaseDuration. And a leader whose renewal finds another
+ * holder steps down at once rather than retrying until renewDeadline (a leader whose monotonic clock
+ * stood still through a VM suspend can wake to find its lease taken), and an attempt abandoned at its
+ * deadline never writes.
  */
 export interface LeaderElectionOptions {
   leaseName: string;
@@ -94,6 +100,11 @@ export class LeaderElector {
   private lastLease: Lease | undefined;
   private reportedLeader: string | undefined;
   private leading = false;
+  /**
+   * When (monotonic) the last attempt that acquired or renewed the lease started: the renewTime it
+   * wrote is no earlier, so no standby may take the lease before this + leaseDuration.
+   */
+  private renewedAt = 0;
 
   constructor(
     private readonly leases: LeaseClient,
@@ -207,11 +218,13 @@ export class LeaderElector {
 
   private async acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
     while (!signal.aborted) {
+      const started = this.clock.now();
       const attempt =
         (await this.withDeadline((abandoned) => this.tryAcquireOrRenew(abandoned), this.renewDeadlineMs)) ??
         'failed';
       this.reportLeader(callbacks);
       if (attempt === 'acquired') {
+        this.renewedAt = started;
         this.setLeading(true);
         return true;
       }
@@ -224,13 +237,17 @@ export class LeaderElector {
     for (;;) {
       await sleep(this.clock, this.retryPeriodMs, signal);
       if (signal.aborted) return 'cancelled';
-      const deadline = this.clock.now() + this.renewDeadlineMs;
+      // From the last renewal, not from now: this attempt comes retryPeriod after it (later still when
+      // the event loop was held up), and a standby counts from that renewal.
+      const deadline = this.renewedAt + this.renewDeadlineMs;
       let renewed = false;
       for (;;) {
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) break;
+        const started = this.clock.now();
         const attempt =
           (await this.withDeadline((abandoned) => this.tryAcquireOrRenew(abandoned), remaining)) ?? 'failed';
+        if (attempt === 'acquired') this.renewedAt = started;
         this.reportLeader(callbacks);
         if (attempt === 'heldByOther' && !signal.aborted) {
           // Someone else holds the lease now (it took it over while this process could not renew, e.g.

@@ -198,8 +198,13 @@ export class Manager {
       s.stop.abort(new Error('leadership lost'));
       s.cancel.abort(new Error('leadership lost'));
     }
+    // Requests written while the apiserver could not be reached wait in the kernel's send queue, and
+    // an ordinary close (or the exit) would still deliver them once the network returns, after a
+    // standby took over: a reset drops them.
+    const reset = this.client.resetConnections();
     this.log.error('Leadership lost; stopped every leader-only runnable', undefined, {
       runnables: leaderOnly.map((s) => s.runnable.name),
+      connectionsReset: reset,
     });
     this.onLeadershipLost(this);
   }

@@ -96,8 +96,9 @@ export class RateLimitingQueue {
   }
 
   /** Queues `key` after the wait its rate limiter asks for: backoff for this key, and the overall bucket. */
-  addRateLimited(key: string): void {
-    this.addAfter(key, this.rateLimiter.when(key));
+  /** `atLeastMs`: a wait the caller was told to keep (an apiserver's Retry-After), if longer than the backoff. */
+  addRateLimited(key: string, atLeastMs = 0): void {
+    this.addAfter(key, Math.max(this.rateLimiter.when(key), atLeastMs));
   }
 
   /** Clears the key's backoff history; call it once the key has been handled successfully. */
