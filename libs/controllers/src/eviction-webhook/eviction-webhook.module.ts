@@ -12,7 +12,7 @@ import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
 import { describeError } from '../shared/describe-error';
 import { actionsClientsFrom } from '../registrations/unregistration-queue';
-import type { EventsMode } from '../shared/controller-parts';
+import type { EventsMode } from '../shared/define-controller';
 import { EvictionAdmission } from './eviction-admission';
 import type { PemPair } from './certificate-issuer';
 import { WebhookCertificate, type WebhookCertificateOptions } from './webhook-certificate';
