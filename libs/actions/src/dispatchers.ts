@@ -121,6 +121,7 @@ function tunnelFailuresNamed(pool: Pool, origin: URL): Pool {
 
 /** Lets requests in flight finish for a while, then cuts them off, so that shutdown is bounded. */
 async function closeWithin(d: Dispatcher, graceMs = 5000): Promise<void> {
+  // Not a schedule: a deadline on this one close.
   const cutOff = setTimeout(() => void d.destroy().catch(() => undefined), graceMs);
   try {
     await d.close();

@@ -60,6 +60,7 @@ export class HttpTransport {
   private readonly random: () => number;
 
   constructor(private readonly o: TransportOptions) {
+    // Not a schedule: the wait between one request's attempts (backoff, Retry-After).
     this.sleep = o.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
     this.random = o.random ?? Math.random;
   }
