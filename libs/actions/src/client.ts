@@ -1,6 +1,5 @@
-import { ActionsError } from './errors';
 import { ScaleSetCalls } from './scale-set-calls';
-import { apiVersion, type CallOptions, type ParsedResponse, scaleSetsPath } from './service-call';
+import { apiVersion, type CallOptions, malformed, type ParsedResponse, scaleSetsPath } from './service-call';
 import {
   type AcquirableJob,
   fromWireScaleSet,
@@ -25,16 +24,15 @@ export class ActionsServiceClient extends ScaleSetCalls {
     owner: string,
     opts: CallOptions = {},
   ): Promise<RunnerScaleSetSession> {
-    const res = await this.call({
-      method: 'POST',
-      path: `${scaleSetsPath}/${scaleSetId}/sessions`,
-      route: 'POST runnerscalesets/{id}/sessions',
-      body: { sessionId: zeroSessionId, ownerName: owner },
-      expect: [200],
-      // A repeat after the first reached the service would meet our own session: SessionConflict.
-      repeat: 'once',
-      signal: opts.signal,
-    });
+    // Sent once: a repeat after the first reached the service would meet our own session (SessionConflict).
+    const res = await this.write(
+      'POST',
+      `${scaleSetsPath}/${scaleSetId}/sessions`,
+      'POST runnerscalesets/{id}/sessions',
+      { sessionId: zeroSessionId, ownerName: owner },
+      'once',
+      opts,
+    );
     return this.session(res);
   }
 
@@ -43,15 +41,15 @@ export class ActionsServiceClient extends ScaleSetCalls {
     sessionId: string,
     opts: CallOptions = {},
   ): Promise<RunnerScaleSetSession> {
-    const res = await this.call({
-      method: 'PATCH',
-      path: `${scaleSetsPath}/${scaleSetId}/sessions/${encodeURIComponent(sessionId)}`,
-      route: 'PATCH runnerscalesets/{id}/sessions/{sessionId}',
-      expect: [200],
-      // A second refresh only rotates the queue token again; the response carries the newest one.
-      repeat: 'idempotent',
-      signal: opts.signal,
-    });
+    // Repeatable: a second refresh only rotates the queue token again; the response carries the newest one.
+    const res = await this.write(
+      'PATCH',
+      `${scaleSetsPath}/${scaleSetId}/sessions/${encodeURIComponent(sessionId)}`,
+      'PATCH runnerscalesets/{id}/sessions/{sessionId}',
+      undefined,
+      'idempotent',
+      opts,
+    );
     return this.session(res);
   }
 
@@ -161,14 +159,7 @@ export class ActionsServiceClient extends ScaleSetCalls {
   private session(res: ParsedResponse): RunnerScaleSetSession {
     const s = res.json as (RunnerScaleSetSession & { runnerScaleSet?: WireRunnerScaleSet }) | undefined;
     if (!s || !s.sessionId || !s.messageQueueUrl || !s.messageQueueAccessToken) {
-      throw new ActionsError({
-        kind: 'Other',
-        method: res.method,
-        url: res.url,
-        statusCode: res.status,
-        activityId: res.activityId,
-        detail: 'session response lacks sessionId, messageQueueUrl or messageQueueAccessToken',
-      });
+      throw malformed(res, 'session response lacks sessionId, messageQueueUrl or messageQueueAccessToken');
     }
     return { ...s, runnerScaleSet: s.runnerScaleSet && fromWireScaleSet(s.runnerScaleSet) };
   }

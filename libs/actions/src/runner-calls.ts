@@ -10,15 +10,14 @@ export class RunnerCalls extends ActionsServiceCalls {
     scaleSetId: number,
     opts: CallOptions = {},
   ): Promise<RunnerScaleSetJitRunnerConfig> {
-    const res = await this.call({
-      method: 'POST',
-      path: `${scaleSetsPath}/${scaleSetId}/generatejitconfig`,
-      route: 'POST runnerscalesets/{id}/generatejitconfig',
-      body: { name: setting.name, workFolder: setting.workFolder ?? '' },
-      expect: [200],
-      repeat: 'once',
-      signal: opts.signal,
-    });
+    const res = await this.write(
+      'POST',
+      `${scaleSetsPath}/${scaleSetId}/generatejitconfig`,
+      'POST runnerscalesets/{id}/generatejitconfig',
+      { name: setting.name, workFolder: setting.workFolder ?? '' },
+      'once',
+      opts,
+    );
     return res.json as RunnerScaleSetJitRunnerConfig;
   }
 

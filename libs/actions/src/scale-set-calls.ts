@@ -53,15 +53,14 @@ export class ScaleSetCalls extends RunnerCalls {
   }
 
   async createRunnerScaleSet(rs: RunnerScaleSetCreate, opts: CallOptions = {}): Promise<RunnerScaleSet> {
-    const res = await this.call({
-      method: 'POST',
-      path: scaleSetsPath,
-      route: 'POST runnerscalesets',
-      body: toWireCreate(rs),
-      expect: [200],
-      repeat: 'once',
-      signal: opts.signal,
-    });
+    const res = await this.write(
+      'POST',
+      scaleSetsPath,
+      'POST runnerscalesets',
+      toWireCreate(rs),
+      'once',
+      opts,
+    );
     return fromWireScaleSet(res.json as WireRunnerScaleSet);
   }
 
@@ -70,16 +69,15 @@ export class ScaleSetCalls extends RunnerCalls {
     update: RunnerScaleSetUpdate,
     opts: CallOptions = {},
   ): Promise<RunnerScaleSet> {
-    const res = await this.call({
-      method: 'PATCH',
-      path: `${scaleSetsPath}/${id}`,
-      route: 'PATCH runnerscalesets/{id}',
-      body: toWireUpdate(update),
-      expect: [200],
-      // Setting the same fields twice leaves the same scale set.
-      repeat: 'idempotent',
-      signal: opts.signal,
-    });
+    // Repeatable: setting the same fields twice leaves the same scale set.
+    const res = await this.write(
+      'PATCH',
+      `${scaleSetsPath}/${id}`,
+      'PATCH runnerscalesets/{id}',
+      toWireUpdate(update),
+      'idempotent',
+      opts,
+    );
     return fromWireScaleSet(res.json as WireRunnerScaleSet);
   }
 

@@ -68,6 +68,12 @@ export interface ParsedResponse {
   activityId?: string;
 }
 
+/** An answer of the expected status whose body is not what the call expects. */
+export function malformed(res: ParsedResponse, detail: string): ActionsError {
+  const { method, url, status: statusCode, activityId } = res;
+  return new ActionsError({ kind: 'Other', method, url, statusCode, activityId, detail });
+}
+
 /** The plumbing every Actions service call shares; see {@link ActionsServiceClient} for the calls. */
 export class ActionsServiceCalls {
   readonly config: GitHubConfig;
@@ -130,6 +136,18 @@ export class ActionsServiceCalls {
       repeat: 'idempotent',
       signal: opts.signal,
     });
+  }
+
+  /** A write answered 200 with what it made; `repeat` says whether sending it twice is harmless. */
+  protected write(
+    method: 'POST' | 'PATCH',
+    path: string,
+    route: string,
+    body: unknown,
+    repeat: Repeatability,
+    opts: CallOptions,
+  ): Promise<ParsedResponse> {
+    return this.call({ method, path, route, body, expect: [200], repeat, signal: opts.signal });
   }
 
   /** A deletion, answered 204; repeating it deletes nothing more. */
@@ -236,14 +254,7 @@ export class ActionsServiceCalls {
   protected list<T>(res: ParsedResponse): T[] {
     const env = res.json as ListEnvelope<T> | undefined;
     if (!env || !Array.isArray(env.value)) {
-      throw new ActionsError({
-        kind: 'Other',
-        method: res.method,
-        url: res.url,
-        statusCode: res.status,
-        activityId: res.activityId,
-        detail: 'response is not a {count, value} list',
-      });
+      throw malformed(res, 'response is not a {count, value} list');
     }
     return env.value;
   }
@@ -251,14 +262,7 @@ export class ActionsServiceCalls {
   protected atMostOne<T>(res: ParsedResponse, what: string): T | undefined {
     const items = this.list<T>(res);
     if (items.length > 1) {
-      throw new ActionsError({
-        kind: 'Other',
-        method: res.method,
-        url: res.url,
-        statusCode: res.status,
-        activityId: res.activityId,
-        detail: `expected at most one of the ${what}, the service returned ${items.length}`,
-      });
+      throw malformed(res, `expected at most one of the ${what}, the service returned ${items.length}`);
     }
     return items[0];
   }
