@@ -105,34 +105,36 @@ export class AdminTokenSource {
     if (creds.kind === 'pat') return creds.token;
     const jwt = createAppJwt(creds.appId, this.privateKey!, this.now());
     const url = this.o.config.gitHubApiUrl(`/app/installations/${creds.installationId}/access_tokens`);
-    const res = await this.rest({
-      method: 'POST',
-      url,
-      route: 'POST app/installations/{id}/access_tokens',
-      headers: {
-        authorization: `Bearer ${jwt}`,
-        accept: 'application/vnd.github+json',
-        'content-type': 'application/vnd.github+json',
-      },
-      repeat: 'idempotent',
-    });
+    const route = 'POST app/installations/{id}/access_tokens';
+    const res = await this.postForToken(url, route, jwt, 'application/vnd.github+json');
     return this.tokenFrom(res, url, 201, 'installation access token');
   }
 
   private async registrationToken(githubToken: string): Promise<string> {
     const url = this.o.config.gitHubApiUrl(registrationTokenPath(this.o.config));
-    const res = await this.rest({
+    const route = registrationTokenRoute(this.o.config);
+    const res = await this.postForToken(url, route, githubToken, 'application/vnd.github.v3+json');
+    return this.tokenFrom(res, url, 201, 'registration token');
+  }
+
+  /** A GitHub REST POST that answers with a token; repeating it only mints another. */
+  private postForToken(
+    url: URL,
+    route: string,
+    bearer: string,
+    contentType: string,
+  ): Promise<TransportResponse> {
+    return this.rest({
       method: 'POST',
       url,
-      route: registrationTokenRoute(this.o.config),
+      route,
       headers: {
-        authorization: `Bearer ${githubToken}`,
+        authorization: `Bearer ${bearer}`,
         accept: 'application/vnd.github+json',
-        'content-type': 'application/vnd.github.v3+json',
+        'content-type': contentType,
       },
       repeat: 'idempotent',
     });
-    return this.tokenFrom(res, url, 201, 'registration token');
   }
 
   private async runnerRegistration(registrationToken: string): Promise<AdminConnection> {
