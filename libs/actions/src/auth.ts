@@ -153,14 +153,7 @@ export class AdminTokenSource {
     });
     if (res.status < 200 || res.status > 299) throw this.restError(res, url, 'POST');
     const body = this.json<{ url?: unknown; token?: unknown }>(res, url);
-    const invalid = (detail: string) =>
-      new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        detail,
-      });
+    const invalid = (detail: string) => malformedPost(res, url, detail);
     if (typeof body.url !== 'string' || body.url === '')
       throw invalid('runner-registration response has no url');
     if (typeof body.token !== 'string' || body.token === '')
@@ -188,14 +181,7 @@ export class AdminTokenSource {
     if (res.status !== expected) throw this.restError(res, url, 'POST');
     const body = this.json<{ token?: unknown }>(res, url);
     if (typeof body.token !== 'string' || body.token === '') {
-      throw new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        requestId: res.headers['x-github-request-id'],
-        detail: `response carries no ${what}`,
-      });
+      throw malformedPost(res, url, `response carries no ${what}`);
     }
     return body.token;
   }
@@ -217,14 +203,7 @@ export class AdminTokenSource {
     try {
       return JSON.parse(stripBom(res.body).toString('utf8')) as T;
     } catch (e) {
-      throw new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        requestId: res.headers['x-github-request-id'],
-        detail: `response is not JSON: ${(e as Error).message}`,
-      });
+      throw malformedPost(res, url, `response is not JSON: ${(e as Error).message}`);
     }
   }
 }
@@ -256,5 +235,17 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
         reject(e);
       },
     );
+  });
+}
+
+/** A POST answered as expected whose body is not what the call needs. */
+function malformedPost(res: TransportResponse, url: URL, detail: string): ActionsError {
+  return new ActionsError({
+    kind: 'Other',
+    method: 'POST',
+    url: redactUrl(url),
+    statusCode: res.status,
+    requestId: res.headers['x-github-request-id'],
+    detail,
   });
 }
