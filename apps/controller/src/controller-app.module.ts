@@ -3,20 +3,24 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ActionsModule, ActionsModuleOptions, userAgentFor } from '@aro/actions';
 import {
-  AutoscalingListenerModule,
   AutoscalingListenerModuleOptions,
-  AutoscalingRunnerSetModule,
   AutoscalingRunnerSetModuleOptions,
-  EphemeralRunnerModule,
   EphemeralRunnerModuleOptions,
-  EphemeralRunnerSetModule,
   EphemeralRunnerSetModuleOptions,
   EvictionWebhookModule,
   EvictionWebhookModuleOptions,
+  ReconcilersModule,
   UnregistrationModule,
   UnregistrationModuleOptions,
 } from '@aro/controllers';
-import { KubeModule, KubeModuleOptions, Manager, ManagerStartMode } from '@aro/kube';
+import {
+  KubeModule,
+  KubeModuleOptions,
+  Manager,
+  ManagerStartMode,
+  WatchModule,
+  WatchModuleOptions,
+} from '@aro/kube';
 import { Logger, ObservabilityModule } from '@aro/observability';
 import { SecretsModule, SecretsModuleOptions } from '@aro/secrets';
 import { ConfigError, type ControllerConfig } from './config';
@@ -60,10 +64,6 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
     kubeconfigPath: config.KUBECONFIG,
     userAgent: userAgentFor('controller'),
     fieldManager: 'aro-controller',
-    namespace: config.WATCH_NAMESPACE,
-    // Listeners and their pods, ServiceAccounts and config secrets live in the controller's namespace:
-    // a single-namespace cache must watch it too, or the listener controller reads nothing there.
-    extraNamespaces: [controllerNamespaceOf(config)],
     gracefulShutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     start: options.managerStart,
     onLeadershipLost: options.onLeadershipLost,
@@ -76,6 +76,12 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
           retryPeriodMs: config.RETRY_PERIOD_SECONDS * 1000,
         }
       : false,
+  };
+  const watch: WatchModuleOptions = {
+    namespace: config.WATCH_NAMESPACE,
+    // Listeners and their pods, ServiceAccounts and config secrets live in the controller's namespace:
+    // a single-namespace cache must watch it too, or the listener controller reads nothing there.
+    extraNamespaces: [controllerNamespaceOf(config)],
   };
   const secrets: SecretsModuleOptions = {
     azureKeyVault: {
@@ -167,6 +173,7 @@ export function moduleOptionsFrom(options: ControllerAppOptions) {
   };
   return {
     kube,
+    watch,
     ephemeralRunner,
     unregistration,
     actions: overrides.actions ?? {},
@@ -211,13 +218,11 @@ export class ControllerAppModule {
       imports: [
         ObservabilityModule.forRoot({ logger: options.logger }),
         KubeModule.forRoot(modules.kube),
+        WatchModule.forRoot(modules.watch),
         ActionsModule.forRoot(modules.actions),
         SecretsModule.forRoot(modules.secrets),
         UnregistrationModule.forRoot(modules.unregistration),
-        EphemeralRunnerModule.forRoot(modules.ephemeralRunner),
-        EphemeralRunnerSetModule.forRoot(modules.ephemeralRunnerSet),
-        AutoscalingRunnerSetModule.forRoot(modules.autoscalingRunnerSet),
-        AutoscalingListenerModule.forRoot(modules.autoscalingListener),
+        ReconcilersModule.forRoot(modules),
         EvictionWebhookModule.forRoot(modules.evictionWebhook),
         HealthModule,
         ...(options.config.FLEET_PAGE ? [FleetPageModule] : []),

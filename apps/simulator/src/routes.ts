@@ -93,9 +93,21 @@ export function buildRoutes(deps: RouteDeps): Route[] {
   const { accounts, actions } = deps;
   const routes: Route[] = [];
 
-  const rest = (method: string, key: string, path: string, handle: Route['handle']): void => {
-    routes.push({ method, key: `${method} ${key}`, kind: 'rest', ...compile(`/api/v3/${path}`), handle });
+  const add = (
+    kind: Route['kind'],
+    method: string,
+    key: string,
+    path: string,
+    handle: Route['handle'],
+  ): void => {
+    routes.push({ method, key: `${method} ${key}`, kind, ...compile(path), handle });
   };
+  /** An Actions service route under the tenant. */
+  const actionsRoute = (method: string, key: string, path: string, handle: Route['handle']): void =>
+    add('actions', method, key, `/tenant/{tenantId}/_apis/${path}`, handle);
+
+  const rest = (method: string, key: string, path: string, handle: Route['handle']): void =>
+    add('rest', method, key, `/api/v3/${path}`, handle);
 
   /** Admin-token route of the Actions service: token for this tenant, and api-version on the query. */
   const admin = (
@@ -104,39 +116,33 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     path: string,
     handle: (tenantId: string, req: RouteRequest) => RouteResponse | Promise<RouteResponse>,
   ): void => {
-    routes.push({
-      method,
-      key: `${method} ${key}`,
-      kind: 'actions',
-      ...compile(`/tenant/{tenantId}/_apis/${path}`),
-      handle: (req) => {
-        const tenantId = req.params.tenantId;
-        if (!accounts.adminTokenValid(header(req.headers, 'authorization'), tenantId)) {
+    actionsRoute(method, key, path, (req) => {
+      const tenantId = req.params.tenantId;
+      if (!accounts.adminTokenValid(header(req.headers, 'authorization'), tenantId)) {
+        throw vssError(
+          401,
+          'VssUnauthorizedException',
+          'The admin token is missing, expired, or not valid for this tenant.',
+        );
+      }
+      if (deps.timing.requireApiVersion) {
+        const v = req.query.get('api-version');
+        if (v === null) {
           throw vssError(
-            401,
-            'VssUnauthorizedException',
-            'The admin token is missing, expired, or not valid for this tenant.',
+            400,
+            'VssVersionNotSpecifiedException',
+            `The api-version query parameter is required (${API_VERSION}).`,
           );
         }
-        if (deps.timing.requireApiVersion) {
-          const v = req.query.get('api-version');
-          if (v === null) {
-            throw vssError(
-              400,
-              'VssVersionNotSpecifiedException',
-              `The api-version query parameter is required (${API_VERSION}).`,
-            );
-          }
-          if (v !== API_VERSION) {
-            throw vssError(
-              400,
-              'VssVersionOutOfRangeException',
-              `The api-version '${v}' is not supported; use ${API_VERSION}.`,
-            );
-          }
+        if (v !== API_VERSION) {
+          throw vssError(
+            400,
+            'VssVersionOutOfRangeException',
+            `The api-version '${v}' is not supported; use ${API_VERSION}.`,
+          );
         }
-        return handle(tenantId, req);
-      },
+      }
+      return handle(tenantId, req);
     });
   };
 
@@ -147,19 +153,13 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     path: string,
     handle: (session: Session, req: RouteRequest) => RouteResponse | Promise<RouteResponse>,
   ): void => {
-    routes.push({
-      method,
-      key: `${method} ${key}`,
-      kind: 'actions',
-      ...compile(`/tenant/{tenantId}/_apis/${path}`),
-      handle: (req) => {
-        const session = actions.sessions.authenticateQueue(
-          req.params.tenantId,
-          int(req.params.id, 'scale set id'),
-          bearerToken(req.headers),
-        );
-        return handle(session, req);
-      },
+    actionsRoute(method, key, path, (req) => {
+      const session = actions.sessions.authenticateQueue(
+        req.params.tenantId,
+        int(req.params.id, 'scale set id'),
+        bearerToken(req.headers),
+      );
+      return handle(session, req);
     });
   };
 

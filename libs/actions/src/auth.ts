@@ -105,34 +105,36 @@ export class AdminTokenSource {
     if (creds.kind === 'pat') return creds.token;
     const jwt = createAppJwt(creds.appId, this.privateKey!, this.now());
     const url = this.o.config.gitHubApiUrl(`/app/installations/${creds.installationId}/access_tokens`);
-    const res = await this.rest({
-      method: 'POST',
-      url,
-      route: 'POST app/installations/{id}/access_tokens',
-      headers: {
-        authorization: `Bearer ${jwt}`,
-        accept: 'application/vnd.github+json',
-        'content-type': 'application/vnd.github+json',
-      },
-      repeat: 'idempotent',
-    });
+    const route = 'POST app/installations/{id}/access_tokens';
+    const res = await this.postForToken(url, route, jwt, 'application/vnd.github+json');
     return this.tokenFrom(res, url, 201, 'installation access token');
   }
 
   private async registrationToken(githubToken: string): Promise<string> {
     const url = this.o.config.gitHubApiUrl(registrationTokenPath(this.o.config));
-    const res = await this.rest({
+    const route = registrationTokenRoute(this.o.config);
+    const res = await this.postForToken(url, route, githubToken, 'application/vnd.github.v3+json');
+    return this.tokenFrom(res, url, 201, 'registration token');
+  }
+
+  /** A GitHub REST POST that answers with a token; repeating it only mints another. */
+  private postForToken(
+    url: URL,
+    route: string,
+    bearer: string,
+    contentType: string,
+  ): Promise<TransportResponse> {
+    return this.rest({
       method: 'POST',
       url,
-      route: registrationTokenRoute(this.o.config),
+      route,
       headers: {
-        authorization: `Bearer ${githubToken}`,
+        authorization: `Bearer ${bearer}`,
         accept: 'application/vnd.github+json',
-        'content-type': 'application/vnd.github.v3+json',
+        'content-type': contentType,
       },
       repeat: 'idempotent',
     });
-    return this.tokenFrom(res, url, 201, 'registration token');
   }
 
   private async runnerRegistration(registrationToken: string): Promise<AdminConnection> {
@@ -151,14 +153,7 @@ export class AdminTokenSource {
     });
     if (res.status < 200 || res.status > 299) throw this.restError(res, url, 'POST');
     const body = this.json<{ url?: unknown; token?: unknown }>(res, url);
-    const invalid = (detail: string) =>
-      new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        detail,
-      });
+    const invalid = (detail: string) => malformedPost(res, url, detail);
     if (typeof body.url !== 'string' || body.url === '')
       throw invalid('runner-registration response has no url');
     if (typeof body.token !== 'string' || body.token === '')
@@ -186,14 +181,7 @@ export class AdminTokenSource {
     if (res.status !== expected) throw this.restError(res, url, 'POST');
     const body = this.json<{ token?: unknown }>(res, url);
     if (typeof body.token !== 'string' || body.token === '') {
-      throw new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        requestId: res.headers['x-github-request-id'],
-        detail: `response carries no ${what}`,
-      });
+      throw malformedPost(res, url, `response carries no ${what}`);
     }
     return body.token;
   }
@@ -215,14 +203,7 @@ export class AdminTokenSource {
     try {
       return JSON.parse(stripBom(res.body).toString('utf8')) as T;
     } catch (e) {
-      throw new ActionsError({
-        kind: 'Other',
-        method: 'POST',
-        url: redactUrl(url),
-        statusCode: res.status,
-        requestId: res.headers['x-github-request-id'],
-        detail: `response is not JSON: ${(e as Error).message}`,
-      });
+      throw malformedPost(res, url, `response is not JSON: ${(e as Error).message}`);
     }
   }
 }
@@ -254,5 +235,17 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
         reject(e);
       },
     );
+  });
+}
+
+/** A POST answered as expected whose body is not what the call needs. */
+function malformedPost(res: TransportResponse, url: URL, detail: string): ActionsError {
+  return new ActionsError({
+    kind: 'Other',
+    method: 'POST',
+    url: redactUrl(url),
+    statusCode: res.status,
+    requestId: res.headers['x-github-request-id'],
+    detail,
   });
 }

@@ -31,7 +31,7 @@ export { createAppJwt } from './jwt';
 export { MultiClient } from './multi-client';
 export type { ClientForOptions, MultiClientOptions } from './multi-client';
 export type { RetryOptions } from './retry';
-export { isRetryable } from './retry';
+export { CONNECT_FAILURE_CODES, isRetryable } from './retry';
 export { fromWireScaleSet, parseJobMessages, runnerScaleSetJobMessagesType, zeroTime } from './types';
 export type {
   AcquirableJob,

@@ -66,7 +66,12 @@ function isRetryableStatus(status: number, repeat: Repeatability, extra: readonl
 /** How far a failed attempt got, which decides whether it may be repeated. */
 export type TransportFailure = 'not-sent' | 'maybe-sent' | 'permanent';
 
-const notSentCodes = new Set([
+/**
+ * Failures to make a connection at all (refused, a name that does not resolve for now, no route, the
+ * connect timing out): nothing was sent, and they pass when the far end or the network comes back.
+ * The secret sources' outage check counts them too.
+ */
+export const CONNECT_FAILURE_CODES: readonly string[] = [
   'ECONNREFUSED',
   'ENOTFOUND',
   'EAI_AGAIN',
@@ -75,8 +80,9 @@ const notSentCodes = new Set([
   'EHOSTDOWN',
   'ENETDOWN',
   connectTimeoutCode,
-  proxyUnreachableCode,
-]);
+];
+
+const notSentCodes = new Set([...CONNECT_FAILURE_CODES, proxyUnreachableCode]);
 
 const permanentCodes = new Set([
   // Retrying cannot fix a certificate the client does not trust, or a malformed request.

@@ -66,6 +66,7 @@ export class HttpTransport {
   private closed = false;
 
   constructor(private readonly o: TransportOptions) {
+    // Not a schedule: the wait between one request's attempts (backoff, Retry-After).
     this.sleep = o.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
     this.random = o.random ?? Math.random;
   }

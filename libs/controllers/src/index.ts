@@ -5,4 +5,5 @@ export * from './registrations';
 export * from './ephemeral-runner-set';
 export * from './autoscaling-runner-set';
 export * from './autoscaling-listener';
+export * from './reconcilers';
 export * from './eviction-webhook';

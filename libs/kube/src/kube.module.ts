@@ -23,10 +23,6 @@ export interface KubeModuleOptions {
   /** User-Agent and field manager of every request the app makes. */
   userAgent?: string;
   fieldManager?: string;
-  /** Namespace the informer cache watches; '' or undefined for all. */
-  namespace?: string;
-  /** More namespaces the cache watches beside `namespace` (the controller's own); ignored when all. */
-  extraNamespaces?: readonly string[];
   /** Lease leader election; false runs leader-only work at once (one replica, tests). */
   leaderElection: LeaderElectionOptions | false;
   /** How long stopping lets in-flight work finish. Default 30 s. */
@@ -61,9 +57,10 @@ class KubeClientCloser implements OnApplicationShutdown {
 
 /**
  * The Kubernetes runtime of an app: {@link KubeClient} (uncached reads and every write), the
- * {@link InformerCache} the controllers read through, the {@link Manager} that runs controllers and
- * workers under lease leader election, and {@link ManagerLifecycle}, which starts and stops the manager
- * with the app. Global, so controller modules and extensions inject these classes directly.
+ * {@link Manager} that runs controllers and workers under lease leader election over the watcher's
+ * {@link InformerCache} (WatchModule, which the app imports beside this one), and
+ * {@link ManagerLifecycle}, which starts and stops the manager with the app. Global, so controller
+ * modules and extensions inject these classes directly.
  *
  * A controller module registers with the manager in its onModuleInit (ControllerBuilder(...)
  * .complete() or manager.add()); the lifecycle starts the manager afterwards, in
@@ -80,17 +77,6 @@ class KubeClientCloser implements OnApplicationShutdown {
           userAgent: opts.userAgent,
           fieldManager: opts.fieldManager,
           logger,
-          registry,
-        }),
-    },
-    {
-      provide: InformerCache,
-      inject: [KUBE_MODULE_OPTIONS, KubeClient, LOGGER, Registry],
-      useFactory: (opts: KubeModuleOptions, client: KubeClient, logger: Logger, registry: Registry) =>
-        new InformerCache(client, {
-          namespace: opts.namespace || undefined,
-          extraNamespaces: opts.extraNamespaces,
-          logger: logger.child({ component: 'cache' }),
           registry,
         }),
     },
@@ -125,6 +111,6 @@ class KubeClientCloser implements OnApplicationShutdown {
     // One per app: the controllers that may delete the same object skip each other's deletions.
     { provide: IssuedDeletions, useFactory: () => new IssuedDeletions() },
   ],
-  exports: [KubeClient, InformerCache, Manager, ManagerLifecycle, IssuedDeletions],
+  exports: [KubeClient, Manager, ManagerLifecycle, IssuedDeletions],
 })
 export class KubeModule extends KubeConfigurableModule {}

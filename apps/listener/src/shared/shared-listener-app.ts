@@ -7,6 +7,7 @@ import {
   Module,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { SchedulerRegistry, ScheduleModule } from '@nestjs/schedule';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { type Clock, KubeClient, type KubeConfigSource } from '@aro/kube';
 import { userAgentFor } from '@aro/actions';
@@ -19,6 +20,9 @@ import { ConfigDirectory } from './config-directory';
 import { ConfigSecret } from './config-secret';
 import type { ListenerConfigSource } from './config-source';
 import { SharedListenerHost } from './shared-listener-host';
+
+/** The configs rescan's interval in the SchedulerRegistry. */
+export const CONFIG_RESCAN_INTERVAL = 'listener-config-rescan';
 
 export interface SharedListenerAppOptions {
   /**
@@ -58,7 +62,7 @@ export class SharedListenerAppModule {
   static forRoot(options: SharedListenerAppOptions, registry: Registry): DynamicModule {
     return {
       module: SharedListenerAppModule,
-      imports: [ObservabilityModule.forRoot({ logger: options.logger, registry })],
+      imports: [ObservabilityModule.forRoot({ logger: options.logger, registry }), ScheduleModule.forRoot()],
       providers: [
         { provide: SHARED_OPTIONS, useValue: options },
         {
@@ -155,10 +159,14 @@ export async function startSharedListenerApp(
     }
   };
   await rescan();
+  // A schedule: an interval in the SchedulerRegistry, so it shows there and stops with the app.
   const timer = setInterval(() => void rescan(), options.rescanMs);
   timer.unref();
+  const scheduler = app.get(SchedulerRegistry);
+  scheduler.addInterval(CONFIG_RESCAN_INTERVAL, timer);
   const close = async (): Promise<void> => {
-    clearInterval(timer);
+    if (scheduler.doesExist('interval', CONFIG_RESCAN_INTERVAL))
+      scheduler.deleteInterval(CONFIG_RESCAN_INTERVAL);
     await app.close();
     await probes.close();
     configClient?.close();

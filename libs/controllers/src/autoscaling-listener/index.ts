@@ -13,5 +13,4 @@ export {
   buildServiceAccount,
   listenerOwnedLabels,
 } from './listener-resources';
-export * from './setup';
-export * from './autoscaling-listener.module';
+export * from './autoscaling-listener.controller';

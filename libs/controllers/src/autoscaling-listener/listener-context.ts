@@ -4,23 +4,15 @@ import {
   AutoscalingListenerStatus,
   ResourceKind,
 } from '@aro/api';
-import {
-  KubeObject,
-  type Pass,
-  createOrReplace,
-  exponentialBackoffMs,
-  isNotFound,
-  objectKey,
-} from '@aro/kube';
+import { KubeObject, type Pass, createOrReplace, exponentialBackoffMs, objectKey } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { isDeepStrictEqual } from 'node:util';
 import { ListenerConfigRefresh } from './listener-config-refresh';
 import type { ListenerControllerMetrics } from './listener-controller-metrics';
 import { hashOf } from './listener-resources';
 import type { SharedConfigSecretCache } from './shared-config-cache';
-import { describeError } from '../shared/describe-error';
 
 import { type ScaleSetPorts, type ScaleSetReconcilerDeps, scaleSetPorts } from '../shared/controller-parts';
+import { patchChangedStatus } from '../shared/changed-status';
 /*
  * What the parts of the AutoscalingListener reconciler share: its dependencies, its settings with
  * their defaults, when each listener's config is due to be built again, and the small writes every
@@ -144,27 +136,10 @@ export async function applyListenerResource<T extends KubeObject>(
   return object;
 }
 
-export async function patchListenerStatus(
+export function patchListenerStatus(
   ctx: Pick<ListenerContext, 'client'>,
   listener: AutoscalingListener,
   change: AutoscalingListenerStatus,
 ): Promise<void> {
-  const current = (listener.status ?? {}) as Record<string, unknown>;
-  if (!Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v))) return;
-  try {
-    const updated = await ctx.client.mergePatchStatus<AutoscalingListener>(
-      AutoscalingListenerKind,
-      listener.metadata?.namespace ?? '',
-      listener.metadata?.name ?? '',
-      { status: change },
-    );
-    listener.status = updated.status;
-  } catch (err) {
-    if (!isNotFound(err)) {
-      throw new Error(
-        `AutoscalingListener ${listener.metadata?.namespace}/${listener.metadata?.name}: status patch failed: ${describeError(err)}`,
-        { cause: err },
-      );
-    }
-  }
+  return patchChangedStatus(ctx.client, AutoscalingListenerKind, listener, change);
 }

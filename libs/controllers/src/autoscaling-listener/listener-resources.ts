@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type {
   V1Container,
+  V1ObjectMeta,
   V1Pod,
   V1Role,
   V1RoleBinding,
@@ -66,18 +67,35 @@ export function hashOf(
   return object?.metadata?.annotations?.[Annotations.integrityHash];
 }
 
+/**
+ * The metadata of an object made for a listener: its labels and annotations from the listener's spec
+ * with the listener's own labels on top (they are how the controller finds it again). In the
+ * listener's namespace it is owned by the listener; in the scale set's, found by those labels.
+ */
+function listenerObjectMeta(
+  listener: AutoscalingListener,
+  meta: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined,
+  where: { name: string; inScaleSetNamespace?: boolean },
+): V1ObjectMeta {
+  return {
+    name: where.name,
+    namespace: where.inScaleSetNamespace
+      ? listener.spec.autoscalingRunnerSetNamespace
+      : listener.metadata?.namespace,
+    labels: { ...meta?.labels, ...listenerOwnedLabels(listener) },
+    annotations: mergedAnnotations(meta?.annotations),
+    ...(where.inScaleSetNamespace
+      ? {}
+      : { ownerReferences: [controllerReference(listener, 'AutoscalingListener', API_VERSION)] }),
+  };
+}
+
 export function buildServiceAccount(listener: AutoscalingListener): V1ServiceAccount {
   const meta = listener.spec.serviceAccountMetadata;
   const sa: V1ServiceAccount = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: {
-      name: listenerName(listener),
-      namespace: listener.metadata?.namespace,
-      labels: { ...meta?.labels, ...listenerOwnedLabels(listener) },
-      annotations: mergedAnnotations(meta?.annotations),
-      ownerReferences: [controllerReference(listener, 'AutoscalingListener', API_VERSION)],
-    },
+    metadata: listenerObjectMeta(listener, meta, { name: listenerName(listener) }),
   };
   return withHash(sa, { metadata: sa.metadata?.labels, annotations: meta?.annotations });
 }
@@ -92,12 +110,7 @@ export function buildRole(listener: AutoscalingListener): V1Role {
   const role: V1Role = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
-    metadata: {
-      name: listenerName(listener),
-      namespace: listener.spec.autoscalingRunnerSetNamespace,
-      labels: { ...meta?.labels, ...listenerOwnedLabels(listener) },
-      annotations: mergedAnnotations(meta?.annotations),
-    },
+    metadata: listenerObjectMeta(listener, meta, { name: listenerName(listener), inScaleSetNamespace: true }),
     rules: [
       {
         apiGroups: [GROUP],
@@ -123,12 +136,7 @@ export function buildRoleBinding(
   const binding: V1RoleBinding = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: {
-      name: listenerName(listener),
-      namespace: listener.spec.autoscalingRunnerSetNamespace,
-      labels: { ...meta?.labels, ...listenerOwnedLabels(listener) },
-      annotations: mergedAnnotations(meta?.annotations),
-    },
+    metadata: listenerObjectMeta(listener, meta, { name: listenerName(listener), inScaleSetNamespace: true }),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: listenerName(listener) },
     subjects: [
       {
@@ -152,13 +160,7 @@ export function buildConfigSecret(listener: AutoscalingListener, config: Listene
   const secret: V1Secret = {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: {
-      name: listenerConfigSecretName(listenerName(listener)),
-      namespace: listener.metadata?.namespace,
-      labels: { ...meta?.labels, ...listenerOwnedLabels(listener) },
-      annotations: mergedAnnotations(meta?.annotations),
-      ownerReferences: [controllerReference(listener, 'AutoscalingListener', API_VERSION)],
-    },
+    metadata: listenerObjectMeta(listener, meta, { name: listenerConfigSecretName(listenerName(listener)) }),
     stringData: { [ListenerDefaults.configSecretKey]: json },
   };
   return withHash(secret, { json, labels: secret.metadata?.labels, annotations: meta?.annotations });

@@ -14,5 +14,4 @@ export {
   scaleSetIdOf,
 } from './runner-scale-set-resources';
 export { scaleSetLabelsOf } from './scale-set-registration';
-export * from './setup';
-export * from './autoscaling-runner-set.module';
+export * from './autoscaling-runner-set.controller';

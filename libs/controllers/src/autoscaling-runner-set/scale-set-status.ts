@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import {
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
@@ -9,13 +8,13 @@ import {
   ScaleSetConditionTypes,
   ScaleSetReasons,
 } from '@aro/api';
-import { Result, isNotFound, requeueAfter } from '@aro/kube';
+import { Result, requeueAfter } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { mirroredRunnersHealthy } from '../shared/runners-healthy';
 import { classifyScaleSetFailure } from '../shared/failure-reasons';
 import { type ScaleSetContext } from './runner-scale-set-context';
-import { describeError } from '../shared/describe-error';
 import { findCondition, setCondition } from '../shared/conditions';
+import { patchChangedStatus } from '../shared/changed-status';
 
 /** The set's status: conditions, phase and the counts mirrored from its EphemeralRunnerSet. */
 export class ScaleSetStatusWriter {
@@ -120,24 +119,7 @@ export class ScaleSetStatusWriter {
   }
 
   /** Patches the status fields given, only when one of them differs. */
-  async patchStatus(ars: AutoscalingRunnerSet, change: AutoscalingRunnerSetStatus): Promise<void> {
-    const current = (ars.status ?? {}) as Record<string, unknown>;
-    const differs = Object.entries(change).some(([k, v]) => !isDeepStrictEqual(current[k], v));
-    if (!differs) return;
-    try {
-      const updated = await this.ctx.client.mergePatchStatus<AutoscalingRunnerSet>(
-        AutoscalingRunnerSetKind,
-        ars.metadata?.namespace ?? '',
-        ars.metadata?.name ?? '',
-        { status: change },
-      );
-      ars.status = updated.status;
-    } catch (err) {
-      if (!isNotFound(err))
-        throw new Error(
-          `AutoscalingRunnerSet ${ars.metadata?.namespace}/${ars.metadata?.name}: status patch failed: ${describeError(err)}`,
-          { cause: err },
-        );
-    }
+  patchStatus(ars: AutoscalingRunnerSet, change: AutoscalingRunnerSetStatus): Promise<void> {
+    return patchChangedStatus(this.ctx.client, AutoscalingRunnerSetKind, ars, change);
   }
 }

@@ -11,40 +11,37 @@ import {
   lastFailure,
 } from '@aro/api';
 import {
-  type FinalizerWriter,
+  Expectations,
+  FinalizingReconciler,
   LazyCopy,
   PodKind,
-  Reconciler,
-  Request,
+  type ReconcileContext,
+  type Released,
   Result,
-  finalizer,
+  done,
   isConflict,
   isNotFound,
-  done,
   removeFinalizer,
   requeueAfter,
   requestFromKey,
-  Expectations,
-  IssuedDeletions,
-  ObjectMemory,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { RunnerCleanup } from './cleanup';
-import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES, failureBackoffMs } from './failure-backoff';
+import { failureBackoffMs } from './failure-backoff';
 import { RunnerFinalization } from './finalize';
 import { JitSecrets } from './jit-secret';
-import { KnownJitSecrets } from './known-jit-secrets';
 import { isBeingDeleted, podTerminated } from '../shared/pod-state';
 import { linkRunnerToJob } from './job-link';
 import {
   type EphemeralRunnerReconcilerDeps,
   type EphemeralRunnerReconcilerOptions,
   type RunnerContext,
+  type RunnerPass,
   deleteRunnerOnce,
+  runnerContext,
 } from './reconciler-context';
 import { runnerSelfDeregistered } from '../registrations/runner-registration';
 import { RunnerPods } from './runner-pod';
-import { SlowRetries } from './slow-retry';
 import { RunnerStatusWriter } from './status-writer';
 import { DEFAULT_RUNNER_START_TIMEOUT_MS, RunnerStartWatchdog } from './start-watchdog';
 import { EvictionProtection } from './eviction-protection';
@@ -80,73 +77,60 @@ const FINALIZERS = {
  * Every write is justified by a change: patches carry only what changed, and a status that already
  * says what the pod says is not written again.
  */
-export class EphemeralRunnerReconciler implements Reconciler {
-  private readonly ctx: RunnerContext;
-  private readonly podCreations: Expectations;
-  private readonly status: RunnerStatusWriter;
-  private readonly cleanup: RunnerCleanup;
-  private readonly finalization: RunnerFinalization;
-  private readonly secrets: JitSecrets;
-  private readonly pods: RunnerPods;
-  private readonly startWatchdog: RunnerStartWatchdog;
-  private readonly evictionProtection: EvictionProtection;
+export class EphemeralRunnerReconciler extends FinalizingReconciler<EphemeralRunner, RunnerContext> {
+  private readonly podCreations = new Expectations(
+    30_000,
+    this.ctx.now,
+    this.ctx.memory.slot('pod creations'),
+  );
+  private readonly status = new RunnerStatusWriter(this.ctx);
+  private readonly cleanupParts = new RunnerCleanup(this.ctx, this.podCreations);
+  private readonly evictionProtection = new EvictionProtection(
+    this.ctx,
+    this.status,
+    this.ctx.options.evictionProtection ?? true,
+  );
+  private readonly finalization = new RunnerFinalization(
+    this.ctx,
+    this.status,
+    this.cleanupParts,
+    (runner, log) => this.evictionProtection.releaseExitedRunner(runner, log),
+  );
+  private readonly secrets = new JitSecrets(this.ctx, this.status);
+  private readonly pods = new RunnerPods(
+    this.ctx,
+    this.status,
+    this.finalization,
+    this.cleanupParts,
+    this.podCreations,
+  );
+  private readonly startWatchdog = new RunnerStartWatchdog(
+    this.ctx,
+    this.status,
+    this.finalization,
+    this.ctx.options.startTimeoutMs ?? DEFAULT_RUNNER_START_TIMEOUT_MS,
+  );
 
   constructor(deps: EphemeralRunnerReconcilerDeps, options: EphemeralRunnerReconcilerOptions) {
-    const now = deps.now ?? Date.now;
-    const memory = new ObjectMemory();
-    this.ctx = {
-      deps,
-      now,
-      gracePeriodSeconds: options.terminatedPodGracePeriodSeconds ?? 0,
-      maxFailures: options.maxFailures ?? DEFAULT_MAX_FAILURES,
-      backoffBaseMs: options.failureBackoffBaseMs ?? DEFAULT_FAILURE_BACKOFF_BASE_MS,
-      userAgent: options.userAgent,
-      memory,
-      slowRetries: new SlowRetries(memory.slot('slow retries')),
-      jitSecrets: new KnownJitSecrets(memory),
-      deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
-    };
-    this.podCreations = new Expectations(30_000, now, memory.slot('pod creations'));
-    this.status = new RunnerStatusWriter(this.ctx);
-    this.cleanup = new RunnerCleanup(this.ctx, this.podCreations);
-    this.evictionProtection = new EvictionProtection(
-      this.ctx,
-      this.status,
-      options.evictionProtection ?? true,
-    );
-    this.finalization = new RunnerFinalization(this.ctx, this.status, this.cleanup, (runner, log) =>
-      this.evictionProtection.releaseExitedRunner(runner, log),
-    );
-    this.secrets = new JitSecrets(this.ctx, this.status);
-    this.pods = new RunnerPods(this.ctx, this.status, this.finalization, this.cleanup, this.podCreations);
-    this.startWatchdog = new RunnerStartWatchdog(
-      this.ctx,
-      this.status,
-      this.finalization,
-      options.startTimeoutMs ?? DEFAULT_RUNNER_START_TIMEOUT_MS,
-    );
+    super(runnerContext(deps, options), {
+      kind: EphemeralRunnerKind,
+      finalizer: FINALIZERS,
+    });
     // A runner gone from the cache is no longer counted in the phase gauges (registered once here,
     // so no path that forgets a runner can leave its count behind).
-    memory.onForget((key) => {
+    this.ctx.memory.onForget((key) => {
       const { namespace, name } = requestFromKey(key);
       this.status.publishPhase({ metadata: { namespace, name } } as EphemeralRunner, '');
     });
   }
 
-  /** Dispatch: a runner being deleted is cleaned up, a finished one tidied, any other driven forward. */
-  async reconcile(req: Request, ctx: { signal: AbortSignal; log: Logger }): Promise<Result> {
-    const { signal, log } = ctx;
-    const key = `${req.namespace}/${req.name}`;
-    let runner: EphemeralRunner;
-    try {
-      runner = await this.ctx.deps.cache.get<EphemeralRunner>(EphemeralRunnerKind, req.namespace, req.name);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      // Gone (its finalizers removed by this controller or by hand): nothing of it is left to remember.
-      this.ctx.memory.forget(key);
-      return done;
-    }
-
+  /**
+   * Before the finalizers: a cached runner older than this controller's last write waits for its
+   * event; a runner without a spec is refused; a finished one (Succeeded, Failed, Outdated) is only
+   * tidied, since its set deletes it.
+   */
+  protected override async admit(pass: RunnerPass): Promise<Result | undefined> {
+    const { obj: runner, key, log } = pass;
     const behind = this.status.behindMs(key, runner.metadata?.resourceVersion);
     if (behind > 0) {
       log.debug("The cached runner predates this controller's last write; waiting for its event");
@@ -160,29 +144,37 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (isBeingDeleted(runner)) {
       this.ctx.deletions.observe(runner);
       this.status.publishPhase(runner, '');
-    } else {
-      this.status.publishPhase(runner, runner.status?.phase);
-      if (isDone(runner)) return this.tidyFinished(runner, signal, log);
+      return undefined;
     }
+    this.status.publishPhase(runner, runner.status?.phase);
+    return isDone(runner) ? this.tidyFinished(pass) : undefined;
+  }
 
-    const write: FinalizerWriter<EphemeralRunner> = async (obj, patch, step) => {
-      if (step === 'add') {
-        log.info('Adding finalizers');
-        return this.status.patch(obj, patch);
-      }
-      try {
-        await this.status.patch(obj, patch);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      this.status.recordGone(obj);
-      log.info('Removed the finalizers; the EphemeralRunner is gone');
-      return obj;
-    };
-    return finalizer(FINALIZERS, runner, write, {
-      apply: (live) => this.drive(live, signal, log),
-      cleanup: (deleting) => this.finalization.cleanUp(deleting, signal, log),
-    });
+  /** Being deleted: registration, pod and secret released (see RunnerFinalization). */
+  protected cleanup(pass: RunnerPass): Promise<Result | Released> {
+    return this.finalization.cleanUp(pass);
+  }
+
+  /** Through the status writer, so its own-write tracking sees the finalizer writes too. */
+  protected override async writeFinalizers(
+    obj: EphemeralRunner,
+    patch: object,
+    step: 'add' | 'remove',
+    pass?: ReconcileContext,
+  ): Promise<EphemeralRunner> {
+    const log = pass?.log ?? this.ctx.deps.logger;
+    if (step === 'add') {
+      log.info('Adding finalizers');
+      return this.status.patch(obj, patch);
+    }
+    try {
+      await this.status.patch(obj, patch);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    this.status.recordGone(obj);
+    log.info('Removed the finalizers; the EphemeralRunner is gone');
+    return obj;
   }
 
   /**
@@ -220,7 +212,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
   }
 
   /** A finished runner (Succeeded, Failed, Outdated): only its resources go; its set deletes it. */
-  private async tidyFinished(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result> {
+  private async tidyFinished(pass: RunnerPass): Promise<Result> {
+    let runner = pass.obj;
+    const { log } = pass;
     log.info('Cleaning up the resources of a finished runner', { phase: runner.status?.phase });
     // markAsFailed and markAsOutdated release the registration as they record the phase, but the
     // patch that does it can fail after the phase is written, and the retry lands here, not back in
@@ -230,7 +224,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     // patch it already makes.
     if (!runnerSelfDeregistered(runner)) {
       try {
-        runner = await this.finalization.release(runner, signal, log);
+        runner = await this.finalization.release(pass);
       } catch (err) {
         if (!isConflict(err)) throw err;
         log.debug(
@@ -240,7 +234,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
       }
     }
     this.finalization.requeueLostRemoval(runner, log);
-    await this.cleanup.resources(runner, log);
+    await this.cleanupParts.resources(runner, log);
     log.info('Runner has finished; waiting for its EphemeralRunnerSet to delete it', {
       phase: runner.status?.phase,
     });
@@ -256,9 +250,10 @@ export class EphemeralRunnerReconciler implements Reconciler {
    * none and this controller does not already know it from the secret it wrote (KnownJitSecrets).
    * A runner whose status carries its ID and whose pod exists does not need the secret at all.
    */
-  private async drive(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result> {
+  protected async apply(pass: RunnerPass): Promise<Result> {
+    let runner = pass.obj;
+    const { key, log } = pass;
     const { namespace = '', name = '' } = runner.metadata ?? {};
-    const key = `${namespace}/${name}`;
     let fresh: V1Secret | undefined;
     let initialRunnerId = 0;
     let initialRunnerName = '';
@@ -267,7 +262,7 @@ export class EphemeralRunnerReconciler implements Reconciler {
     } else {
       let identity = this.ctx.jitSecrets.identity(runner);
       if (!identity) {
-        const read = await this.secrets.fresh(runner, signal, log);
+        const read = await this.secrets.fresh(pass);
         if ('result' in read) return read.result;
         fresh = read.secret;
         identity = read.identity;
@@ -320,12 +315,12 @@ export class EphemeralRunnerReconciler implements Reconciler {
         return requeueAfter(lag);
       }
       if (!fresh) {
-        const read = await this.secrets.fresh(runner, signal, log);
+        const read = await this.secrets.fresh(pass);
         if ('result' in read) return read.result;
         fresh = read.secret;
         this.ctx.slowRetries.reset(key);
       }
-      return this.pods.create(runner, fresh, signal, log);
+      return this.pods.create(pass, fresh);
     }
 
     // A pod runs from the runner's registration: whatever was failing slowly has been fixed.
@@ -333,8 +328,9 @@ export class EphemeralRunnerReconciler implements Reconciler {
     if (!podTerminated(pod)) runner = await linkRunnerToJob(runner, this.status, log);
     const evicted = await this.evictionProtection.guard(runner, pod, log);
     if (evicted) return evicted;
-    return this.startWatchdog.guard(runner, pod, signal, log, () =>
-      this.pods.follow(runner, pod, initialRunnerId, initialRunnerName, signal, log),
+    const linked: RunnerPass = { ...pass, obj: runner };
+    return this.startWatchdog.guard(linked, pod, () =>
+      this.pods.follow(linked, pod, initialRunnerId, initialRunnerName),
     );
   }
 }

@@ -13,7 +13,7 @@ import {
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { RunnerCleanup } from './cleanup';
-import { BUSY_RUNNER_REQUEUE_MS, type RunnerContext, runnerKey } from './reconciler-context';
+import { BUSY_RUNNER_REQUEUE_MS, type RunnerContext, type RunnerPass, runnerKey } from './reconciler-context';
 import {
   ActionsClientGetter,
   onceAsync,
@@ -44,7 +44,8 @@ export class RunnerFinalization {
    * The cleanup of a runner being deleted: release its registration, delete its pod and secret. The
    * finalizer helper then drops the finalizers in one patch, computed from the runner as read.
    */
-  async cleanUp(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<Result | Released> {
+  async cleanUp(pass: RunnerPass): Promise<Result | Released> {
+    const { obj: runner, signal, log } = pass;
     const copy = new LazyCopy(runner);
     let actionsFinalizerReleased = false;
     if (hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) {
@@ -167,7 +168,8 @@ export class RunnerFinalization {
    * that follows would queue it again) and what makes it safe to call twice: a released runner is
    * left alone.
    */
-  async release(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<EphemeralRunner> {
+  async release(pass: RunnerPass): Promise<EphemeralRunner> {
+    const { obj: runner, signal, log } = pass;
     if (!hasFinalizer(runner, EPHEMERAL_RUNNER_ACTIONS_FINALIZER)) return runner;
     let runnerId = 0;
     if (runnerSelfDeregistered(runner)) {

@@ -8,13 +8,7 @@ export * from './failure-backoff';
 export { EphemeralRunnerPhaseMetrics } from './phase-metrics';
 export { ephemeralRunnerPredicate, ownedPodPredicate } from './predicates';
 export { buildJitSecret, buildRunnerPod, proxyEnv } from './runner-resources';
-export * from './setup';
-export {
-  EPHEMERAL_RUNNER_MODULE_OPTIONS,
-  EphemeralRunnerModule,
-  EphemeralRunnerController,
-  type EphemeralRunnerModuleOptions,
-} from './ephemeral-runner.module';
+export * from './ephemeral-runner.controller';
 export {
   BUSY_RUNNERS_PDB_NAME,
   PodDisruptionBudgetKind,

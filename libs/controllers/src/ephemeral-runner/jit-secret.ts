@@ -16,7 +16,7 @@ import {
   requeueAfter,
 } from '@aro/kube';
 import type { Logger } from '@aro/observability';
-import { REGISTRATION_RETRY_MS, type RunnerContext } from './reconciler-context';
+import { REGISTRATION_RETRY_MS, type RunnerContext, type RunnerPass } from './reconciler-context';
 import { isUnfixableByRetry } from '../shared/config-failure';
 import {
   FatalRegistrationError,
@@ -44,8 +44,9 @@ export class JitSecrets {
    * while the status records no runner ID, the registration it holds. A secret whose runner ID is
    * unusable is replaced when no pod uses it (see replaceCorrupt), which ends the pass.
    */
-  async fresh(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<FreshJitSecret> {
-    const ensured = await this.ensure(runner, signal, log);
+  async fresh(pass: RunnerPass): Promise<FreshJitSecret> {
+    const { obj: runner, log } = pass;
+    const ensured = await this.ensure(pass);
     if ('result' in ensured) return ensured;
     const secret = ensured.secret;
     // As upstream's reconciler: the ID in the secret is looked at only while the status has none to say.
@@ -60,11 +61,8 @@ export class JitSecrets {
     return { secret, identity };
   }
 
-  async ensure(
-    runner: EphemeralRunner,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<{ secret: V1Secret } | { result: Result }> {
+  async ensure(pass: RunnerPass): Promise<{ secret: V1Secret } | { result: Result }> {
+    const { obj: runner, signal, log } = pass;
     const { namespace = '', name = '' } = runner.metadata ?? {};
     try {
       return { secret: await this.ctx.deps.client.get<V1Secret>(SecretKind, namespace, name) };

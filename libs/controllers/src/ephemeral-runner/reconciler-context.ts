@@ -1,11 +1,12 @@
 import { type EphemeralRunner, EphemeralRunnerKind } from '@aro/api';
-import type { IssuedDeletions, KubeApi, ObjectMemory, Reader } from '@aro/kube';
+import { IssuedDeletions, type KubeApi, ObjectMemory, type Pass, type Reader } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import type { EventRecorder } from '../events/event-recorder';
 import type { RunnerLifecycleObserver, RunnerPodMutator } from './extensions';
-import type { KnownJitSecrets } from './known-jit-secrets';
+import { KnownJitSecrets } from './known-jit-secrets';
 import type { EphemeralRunnerPhaseMetrics } from './phase-metrics';
-import type { SlowRetries } from './slow-retry';
+import { SlowRetries } from './slow-retry';
+import { DEFAULT_FAILURE_BACKOFF_BASE_MS, DEFAULT_MAX_FAILURES } from './failure-backoff';
 import type { ActionsClientProvider, UnregistrationQueue } from '../registrations/unregistration-queue';
 
 /*
@@ -67,6 +68,10 @@ export interface EphemeralRunnerReconcilerDeps {
 /** The dependencies and the settings with their defaults applied. */
 export interface RunnerContext {
   deps: EphemeralRunnerReconcilerDeps;
+  /** The informer cache and the client, as every finalizing reconciler's context has them. */
+  cache: Reader;
+  client: KubeApi;
+  options: EphemeralRunnerReconcilerOptions;
   now: () => number;
   gracePeriodSeconds: number;
   maxFailures: number;
@@ -79,6 +84,36 @@ export interface RunnerContext {
   /** What this controller knows of each runner's jitconfig secret without reading it again. */
   jitSecrets: KnownJitSecrets;
   deletions: IssuedDeletions;
+}
+
+/** One pass of one EphemeralRunner: the runner as this pass sees it, its key, signal and logger. */
+export type RunnerPass = Pass<EphemeralRunner>;
+
+/** The context of one reconciler: its dependencies, its settings with their defaults, its memory. */
+export function runnerContext(
+  deps: EphemeralRunnerReconcilerDeps,
+  options: EphemeralRunnerReconcilerOptions,
+): RunnerContext {
+  const now = deps.now ?? Date.now;
+  const memory = new ObjectMemory();
+  // As upstream's reconciler defaults it to the manager's API reader: without one every deletion of a
+  // registered runner would fail.
+  const withReader = { ...deps, apiReader: deps.apiReader ?? deps.client };
+  return {
+    deps: withReader,
+    cache: deps.cache,
+    client: deps.client,
+    options,
+    now,
+    gracePeriodSeconds: options.terminatedPodGracePeriodSeconds ?? 0,
+    maxFailures: options.maxFailures ?? DEFAULT_MAX_FAILURES,
+    backoffBaseMs: options.failureBackoffBaseMs ?? DEFAULT_FAILURE_BACKOFF_BASE_MS,
+    userAgent: options.userAgent,
+    memory,
+    slowRetries: new SlowRetries(memory.slot('slow retries')),
+    jitSecrets: new KnownJitSecrets(memory),
+    deletions: deps.deletions ?? new IssuedDeletions(30_000, now),
+  };
 }
 
 /** Deletes the runner once: a deletion its set already issued is not asked again (NotFound is done). */

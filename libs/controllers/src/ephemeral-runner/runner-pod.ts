@@ -30,6 +30,7 @@ import {
   QUOTA_RECREATE_AFTER_MS,
   QUOTA_RETRY_MS,
   type RunnerContext,
+  type RunnerPass,
   deleteRunnerOnce,
 } from './reconciler-context';
 import { buildRunnerPod, proxyEnv } from './runner-resources';
@@ -49,7 +50,8 @@ export class RunnerPods {
     private readonly podCreations: Expectations,
   ) {}
 
-  async create(runner: EphemeralRunner, secret: V1Secret, signal: AbortSignal, log: Logger): Promise<Result> {
+  async create(pass: RunnerPass, secret: V1Secret): Promise<Result> {
+    const { obj: runner, log } = pass;
     log.info('Runner pod does not exist; creating it');
     const pod = buildRunnerPod(runner, secret, { userAgent: this.ctx.userAgent }, proxyEnv(runner));
     for (const mutator of this.ctx.deps.podMutators ?? []) {
@@ -88,11 +90,9 @@ export class RunnerPods {
       if (isInvalid(err) || isForbidden(err)) {
         log.error('The runner pod was refused; marking the runner Failed', err);
         await this.markAsFailed(
-          runner,
+          pass,
           `Failed to create the pod: ${describeError(err)}`,
           REASON_INVALID_POD_FAILURE,
-          signal,
-          log,
         );
         return done;
       }
@@ -101,13 +101,12 @@ export class RunnerPods {
   }
 
   async follow(
-    runner: EphemeralRunner,
+    pass: RunnerPass,
     pod: V1Pod,
     initialRunnerId: number,
     initialRunnerName: string,
-    signal: AbortSignal,
-    log: Logger,
   ): Promise<Result> {
+    const { obj: runner, log } = pass;
     const runnerStatus = runnerContainerStatus(pod);
     const terminated = runnerStatus?.state?.terminated;
 
@@ -127,7 +126,7 @@ export class RunnerPods {
         return this.succeed(runner, pod, log);
       }
       if (terminated.exitCode === RUNNER_VERSION_DEPRECATED_EXIT_CODE) {
-        await this.markAsOutdated(runner, signal, log);
+        await this.markAsOutdated(pass);
         return done;
       }
       log.info('Runner container failed', { exitCode: terminated.exitCode, reason: terminated.reason });
@@ -152,7 +151,7 @@ export class RunnerPods {
     }
 
     if (terminated.exitCode === RUNNER_VERSION_DEPRECATED_EXIT_CODE) {
-      await this.markAsOutdated(runner, signal, log);
+      await this.markAsOutdated(pass);
       return done;
     }
     if (terminated.exitCode !== 0) {
@@ -231,13 +230,8 @@ export class RunnerPods {
     );
   }
 
-  private async markAsFailed(
-    runner: EphemeralRunner,
-    message: string,
-    reason: string,
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<void> {
+  private async markAsFailed(pass: RunnerPass, message: string, reason: string): Promise<void> {
+    const { obj: runner, log } = pass;
     log.info('Marking the runner Failed', { reason });
     this.status.event(runner, 'Warning', reason, message);
     const updated = await this.status.patchStatus(
@@ -246,10 +240,11 @@ export class RunnerPods {
       log,
     );
     // A failed runner stays until its set deletes it, which can take long: release the registration now.
-    await this.finalization.release(updated, signal, log);
+    await this.finalization.release({ ...pass, obj: updated });
   }
 
-  private async markAsOutdated(runner: EphemeralRunner, signal: AbortSignal, log: Logger): Promise<void> {
+  private async markAsOutdated(pass: RunnerPass): Promise<void> {
+    const { obj: runner, log } = pass;
     log.info('Runner version is deprecated; marking the runner Outdated');
     this.status.event(
       runner,
@@ -263,7 +258,7 @@ export class RunnerPods {
       log,
     );
     // Queued rather than removed here, as for a failed runner: the phase has no reason to wait on the service.
-    await this.finalization.release(updated, signal, log);
+    await this.finalization.release({ ...pass, obj: updated });
   }
 
   /**

@@ -1,10 +1,9 @@
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { EphemeralRunner, EphemeralRunnerPhase } from '@aro/api';
+import { EphemeralRunnerPhase } from '@aro/api';
 import { type Result, done, requeueAfter } from '@aro/kube';
-import type { Logger } from '@aro/observability';
 import type { RunnerFinalization } from './finalize';
 import { isBeingDeleted } from '../shared/pod-state';
-import type { RunnerContext } from './reconciler-context';
+import type { RunnerContext, RunnerPass } from './reconciler-context';
 import type { RunnerStatusWriter } from './status-writer';
 
 /** How long a runner pod may take to reach Running before the watchdog fails the runner. */
@@ -143,16 +142,10 @@ export class RunnerStartWatchdog {
    * Runs `follow` (the pod follower) unless the pod stalled, in which case the runner is failed
    * instead; while the pod starts, the result carries a requeue at its deadline.
    */
-  async guard(
-    runner: EphemeralRunner,
-    pod: V1Pod,
-    signal: AbortSignal,
-    log: Logger,
-    follow: () => Promise<Result>,
-  ): Promise<Result> {
+  async guard(pass: RunnerPass, pod: V1Pod, follow: () => Promise<Result>): Promise<Result> {
     const verdict = judgeStart(pod, this.ctx.now(), this.timeoutMs);
     if (verdict.state === 'stalled') {
-      await this.fail(runner, pod, verdict, signal, log);
+      await this.fail(pass, pod, verdict);
       return done;
     }
     const result = await follow();
@@ -160,12 +153,11 @@ export class RunnerStartWatchdog {
   }
 
   private async fail(
-    runner: EphemeralRunner,
+    pass: RunnerPass,
     pod: V1Pod,
     verdict: { reason: string; message: string; permanent: boolean },
-    signal: AbortSignal,
-    log: Logger,
   ): Promise<void> {
+    const { obj: runner, log } = pass;
     log.warn('The runner pod did not start; marking the runner Failed', {
       reason: verdict.reason,
       message: verdict.message,
@@ -185,6 +177,6 @@ export class RunnerStartWatchdog {
       log,
     );
     // A pod that never ran never took a job: the registration goes now, not when the set deletes the runner.
-    await this.finalization.release(updated, signal, log);
+    await this.finalization.release({ ...pass, obj: updated });
   }
 }

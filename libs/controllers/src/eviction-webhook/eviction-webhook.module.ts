@@ -6,13 +6,14 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { SchedulerRegistry, ScheduleModule } from '@nestjs/schedule';
 import { KubeClient, exponentialBackoffMs } from '@aro/kube';
 import { LOGGER, type Logger } from '@aro/observability';
 import { SecretResolver } from '@aro/secrets';
 import { EventRecorder } from '../events/event-recorder';
 import { describeError } from '../shared/describe-error';
 import { actionsClientsFrom } from '../registrations/unregistration-queue';
-import type { EventsMode } from '../shared/controller-parts';
+import type { EventsMode } from '../shared/define-controller';
 import { EvictionAdmission } from './eviction-admission';
 import type { PemPair } from './certificate-issuer';
 import { WebhookCertificate, type WebhookCertificateOptions } from './webhook-certificate';
@@ -46,6 +47,8 @@ const DEFAULT_CERTIFICATE_REFRESH_MS = 60 * 60 * 1000;
 const CONFIGURATION_WAIT_MS = 5_000;
 /** First retry after a failed read or write of the certificate; doubled up to the refresh interval. */
 const CERTIFICATE_RETRY_BASE_MS = 2_000;
+/** The certificate refresh's timeout in the SchedulerRegistry. */
+export const CERTIFICATE_REFRESH_TIMEOUT = 'eviction-webhook-certificate-refresh';
 
 /** Starts the server with the app (when enabled) and stops it last, after the manager has drained. */
 @Injectable()
@@ -57,7 +60,6 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
   /** The pair the server serves, once it listens. */
   private serving?: PemPair;
   private failures = 0;
-  private refreshTimer?: NodeJS.Timeout;
   private stopped = false;
 
   constructor(
@@ -65,6 +67,7 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
     client: KubeClient,
     resolver: SecretResolver,
     @Inject(LOGGER) logger: Logger,
+    private readonly scheduler: SchedulerRegistry,
   ) {
     if (!options.enabled) return;
     const log = logger.child({ component: 'eviction-webhook' });
@@ -105,7 +108,7 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.refreshTimer);
+    this.unscheduleRefresh();
     await this.server?.stop();
   }
 
@@ -146,13 +149,24 @@ export class EvictionWebhookLifecycle implements OnApplicationBootstrap, OnAppli
       this.serving = pair;
       this.log?.info('Serving the renewed eviction webhook certificate');
     }
-    this.refreshTimer = setTimeout(() => {
+    // A schedule (the renewal cadence, shortened while the configuration is missing or after a
+    // failure): a timeout in the SchedulerRegistry, so it shows there and goes with the app.
+    const timer = setTimeout(() => {
+      this.unscheduleRefresh();
       this.refreshCertificate().catch((err: unknown) =>
         this.log?.error('The eviction webhook could not start serving', { error: describeError(err) }),
       );
     }, delay);
     // The refresh alone never keeps the process alive: shutdown is the app's.
-    this.refreshTimer.unref();
+    timer.unref();
+    this.unscheduleRefresh();
+    this.scheduler.addTimeout(CERTIFICATE_REFRESH_TIMEOUT, timer);
+  }
+
+  private unscheduleRefresh(): void {
+    if (this.scheduler.doesExist('timeout', CERTIFICATE_REFRESH_TIMEOUT)) {
+      this.scheduler.deleteTimeout(CERTIFICATE_REFRESH_TIMEOUT);
+    }
   }
 }
 
@@ -165,6 +179,7 @@ export class EvictionWebhookModule {
   static forRoot(options: EvictionWebhookModuleOptions): DynamicModule {
     return {
       module: EvictionWebhookModule,
+      imports: [ScheduleModule.forRoot()],
       providers: [{ provide: EVICTION_WEBHOOK_MODULE_OPTIONS, useValue: options }, EvictionWebhookLifecycle],
       exports: [EvictionWebhookLifecycle],
     };

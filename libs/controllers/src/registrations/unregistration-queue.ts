@@ -158,6 +158,7 @@ export class UnregistrationQueue implements Runnable {
 
     // Drain: what is ready now still gets its call, within the deadline; waiting retries do not,
     // since a runner still executing a job will not finish in a shutdown's time.
+    // Not a schedule: a deadline on this one drain, gone with it.
     const deadline = setTimeout(() => stopping.abort(), this.opts.drainTimeoutMs);
     try {
       await Promise.all(workers);
@@ -270,6 +271,7 @@ export class UnregistrationQueue implements Runnable {
         this.parked.delete(done);
         resolve();
       };
+      // Not a schedule: one removal's retry backoff, cut short by a drain.
       const timer = setTimeout(done, ms);
       signal.addEventListener('abort', done, { once: true });
       this.parked.add(done);

@@ -54,6 +54,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       clearTimeout(timer);
       resolve();
     };
+    // Not a schedule: the backoff before this watch is opened again.
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
@@ -213,6 +214,7 @@ export class Watcher<T extends KubeObject> {
         watchdog = setTimeout(check, silenceTimeoutMs - quietMs);
       }
     };
+    // Not a schedule: a deadline on one watch stream gone silent, reset by its events.
     watchdog = setTimeout(check, silenceTimeoutMs);
     const timeoutSeconds = this.opts.watchTimeoutSeconds ?? Math.floor(300 + Math.random() * 300);
     try {

@@ -131,6 +131,7 @@ export class HttpTransport {
     }
     return new Promise<HttpResponse>((resolve, reject) => {
       const req = this.send(opts);
+      // Not a schedule: a deadline on one request.
       const timer = setTimeout(
         () => req.destroy(new Error(`no answer within ${this.opts.requestTimeoutMs} ms`)),
         this.opts.requestTimeoutMs,
@@ -198,6 +199,7 @@ export class HttpTransport {
         finish(undefined);
       };
       signal.addEventListener('abort', onAbort, { once: true });
+      // Not a schedule: a deadline on one request.
       const timer = setTimeout(
         () => req.destroy(new Error(`no response head within ${this.opts.requestTimeoutMs} ms`)),
         this.opts.requestTimeoutMs,

@@ -198,6 +198,7 @@ export class Controller implements Runnable {
     if (cancel?.aborted) onCancel();
     else cancel?.addEventListener('abort', onCancel, { once: true });
     let timedOut = false;
+    // Not a schedule: a deadline on this one reconcile.
     const timeout =
       this.reconcileTimeoutMs === undefined
         ? undefined

@@ -21,42 +21,41 @@ export function controllerMetrics(registry: Registry, controller: string) {
     help: 'Total number of reconciliations per controller',
     labelNames: ['controller', 'result'] as const,
   });
-  const errors = getOrCreateCounter(registry, {
-    name: 'controller_runtime_reconcile_errors_total',
-    help: 'Total number of reconciliation errors per controller',
-    labelNames: ['controller'] as const,
-  });
-  const terminalErrors = getOrCreateCounter(registry, {
-    name: 'controller_runtime_terminal_reconcile_errors_total',
-    help: 'Total number of terminal reconciliation errors per controller',
-    labelNames: ['controller'] as const,
-  });
-  const panics = getOrCreateCounter(registry, {
-    name: 'controller_runtime_reconcile_panics_total',
-    help: 'Total number of reconciliation panics per controller',
-    labelNames: ['controller'] as const,
-  });
-  const timeouts = getOrCreateCounter(registry, {
-    name: 'controller_runtime_reconcile_timeouts_total',
-    help: 'Total number of reconciliation timeouts per controller',
-    labelNames: ['controller'] as const,
-  });
+  /** A per-controller counter: controller-runtime's name and help, one `controller` label. */
+  const perController = (name: string, help: string) =>
+    getOrCreateCounter(registry, { name, help, labelNames: ['controller'] as const });
+  const errors = perController(
+    'controller_runtime_reconcile_errors_total',
+    'Total number of reconciliation errors per controller',
+  );
+  const terminalErrors = perController(
+    'controller_runtime_terminal_reconcile_errors_total',
+    'Total number of terminal reconciliation errors per controller',
+  );
+  const panics = perController(
+    'controller_runtime_reconcile_panics_total',
+    'Total number of reconciliation panics per controller',
+  );
+  const timeouts = perController(
+    'controller_runtime_reconcile_timeouts_total',
+    'Total number of reconciliation timeouts per controller',
+  );
   const time = getOrCreateHistogram(registry, {
     name: 'controller_runtime_reconcile_time_seconds',
     help: 'Length of time per reconciliation per controller',
     labelNames: ['controller'] as const,
     buckets: reconcileTimeBuckets,
   });
-  const activeWorkers = getOrCreateGauge(registry, {
-    name: 'controller_runtime_active_workers',
-    help: 'Number of currently used workers per controller',
-    labelNames: ['controller'] as const,
-  });
-  const maxConcurrent = getOrCreateGauge(registry, {
-    name: 'controller_runtime_max_concurrent_reconciles',
-    help: 'Maximum number of concurrent reconciles per controller',
-    labelNames: ['controller'] as const,
-  });
+  const gauge = (name: string, help: string) =>
+    getOrCreateGauge(registry, { name, help, labelNames: ['controller'] as const });
+  const activeWorkers = gauge(
+    'controller_runtime_active_workers',
+    'Number of currently used workers per controller',
+  );
+  const maxConcurrent = gauge(
+    'controller_runtime_max_concurrent_reconciles',
+    'Maximum number of concurrent reconciles per controller',
+  );
   // Series exist from the start, as controller-runtime's initMetrics makes them, so a rate() or an
   // `increase(...) > 0` alert over them does not begin with a gap.
   for (const result of reconcileResults) total.inc({ controller, result }, 0);

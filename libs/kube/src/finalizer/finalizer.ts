@@ -78,12 +78,14 @@ export interface FinalizerHandlers<T extends KubeObject> {
 /**
  * Writes a finalizer change: `patch` is a merge patch of `metadata.finalizers` computed from `obj` as
  * read. The controller's own patch function, so its bookkeeping (own-write tracking) sees the write.
- * A writer that removes may throw NotFound: an object already gone counts as released.
+ * A writer that removes may throw NotFound: an object already gone counts as released. Under
+ * {@link reconcileFinalized} it is also given the pass, for its logger.
  */
 export type FinalizerWriter<T extends KubeObject> = (
   obj: T,
   patch: object,
   step: 'add' | 'remove',
+  pass?: ReconcileContext,
 ) => Promise<T>;
 
 /** The usual writer: the patch, as a merge patch of the object through `client`. */
@@ -152,6 +154,11 @@ export interface FinalizedObjectSpec<T extends KubeObject> {
    * object is gone from the cache and once its cleanup released it, so no per-key state outlives it.
    */
   memory: Pick<ObjectMemory, 'forget'>;
+  /**
+   * Looked at before the finalizer decides anything: a Result ends the pass there (the cached object
+   * predates the controller's own last write, or the controller refuses it); undefined goes on.
+   */
+  admit?(pass: Pass<T>): Promise<Result | undefined>;
   /** A live object that carries the finalizers. */
   apply(pass: Pass<T>): Promise<Result>;
   /** An object being deleted that still carries the finalizer (see {@link FinalizerHandlers.cleanup}). */
@@ -174,7 +181,10 @@ export async function reconcileFinalized<T extends KubeObject>(
     return {};
   }
   const passOf = (current: T): Pass<T> => ({ obj: current, key, signal: ctx.signal, log: ctx.log });
-  return finalizer(spec.finalizer, obj, spec.write, {
+  const admitted = await spec.admit?.(passOf(obj));
+  if (admitted) return admitted;
+  const write: FinalizerWriter<T> = (current, patch, step) => spec.write(current, patch, step, ctx);
+  return finalizer(spec.finalizer, obj, write, {
     apply: (live) => spec.apply(passOf(live)),
     cleanup: async (deleting) => {
       const outcome = await spec.cleanup(passOf(deleting));

@@ -58,11 +58,33 @@ export abstract class FinalizingReconciler<
       reader: this.ctx.cache,
       kind,
       finalizer,
-      write: this.write,
+      write: (obj, patch, step, pass) => this.writeFinalizers(obj, patch, step, pass),
       memory: this.ctx.memory,
+      admit: (pass) => this.admit(pass),
       apply: (pass) => this.apply(pass),
       cleanup: (pass) => this.cleanup(pass),
     });
+  }
+
+  /**
+   * Writes a finalizer change (see {@link FinalizerWriter}): the spec's writer, or a merge patch of the
+   * object as read. A controller whose own writes are tracked overrides it, so that they see this one.
+   */
+  protected writeFinalizers(
+    obj: T,
+    patch: object,
+    step: 'add' | 'remove',
+    pass?: ReconcileContext,
+  ): Promise<T> {
+    return this.write(obj, patch, step, pass);
+  }
+
+  /**
+   * Looked at first, before the finalizer: a Result ends the pass (see FinalizedObjectSpec.admit).
+   * Most controllers admit every object they read.
+   */
+  protected admit(_pass: Pass<T>): Promise<Result | undefined> {
+    return Promise.resolve(undefined);
   }
 
   /** A live object that carries the finalizer. */

@@ -2,4 +2,3 @@ export * from './runnable';
 export * from './manager';
 export * from './nest';
 export * from './leader-schedule';
-export * from './controller-module';

@@ -98,6 +98,7 @@ export class LeaderSchedule implements Runnable {
 
   private schedule(delayMs: number, stop: AbortSignal, run: () => void): void {
     if (stop.aborted) return;
+    // A schedule: the timeout is the SchedulerRegistry's (added below), so it shows there and stops with leadership.
     const timer = setTimeout(run, Math.max(0, delayMs));
     timer.unref();
     this.scheduler.addTimeout(this.task.name, timer);

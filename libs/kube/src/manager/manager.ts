@@ -123,6 +123,7 @@ export class Manager {
 
     await this.cache.start();
     const syncTimeout = new AbortController();
+    // Not a schedule: a deadline on this one cache sync.
     const timer = this.clock.setTimeout(() => syncTimeout.abort(), this.cacheSyncTimeoutMs);
     try {
       await this.cache.waitForSync(AbortSignal.any([syncTimeout.signal, this.electionAbort.signal]));

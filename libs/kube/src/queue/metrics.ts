@@ -70,18 +70,21 @@ export class QueueMetrics {
       help: 'Total number of adds handled by workqueue',
       labelNames: ['name', 'controller'] as const,
     });
-    this.queueDuration = getOrCreateHistogram(registry, {
-      name: 'workqueue_queue_duration_seconds',
-      help: 'How long in seconds an item stays in workqueue before being requested',
-      labelNames: ['name', 'controller'] as const,
-      buckets: latencyBuckets,
-    });
-    this.workDuration = getOrCreateHistogram(registry, {
-      name: 'workqueue_work_duration_seconds',
-      help: 'How long in seconds processing an item from workqueue takes.',
-      labelNames: ['name', 'controller'] as const,
-      buckets: latencyBuckets,
-    });
+    const latency = (name: string, help: string) =>
+      getOrCreateHistogram(registry, {
+        name,
+        help,
+        labelNames: ['name', 'controller'] as const,
+        buckets: latencyBuckets,
+      });
+    this.queueDuration = latency(
+      'workqueue_queue_duration_seconds',
+      'How long in seconds an item stays in workqueue before being requested',
+    );
+    this.workDuration = latency(
+      'workqueue_work_duration_seconds',
+      'How long in seconds processing an item from workqueue takes.',
+    );
     this.retries = getOrCreateCounter(registry, {
       name: 'workqueue_retries_total',
       help:
@@ -89,21 +92,24 @@ export class QueueMetrics {
         'explicit RequeueAfter or AddAfter calls)',
       labelNames: ['name', 'controller'] as const,
     });
-    this.unfinishedWork = getOrCreateGauge(registry, {
-      name: 'workqueue_unfinished_work_seconds',
-      help:
-        'How many seconds of work has been done that is in progress and has not been observed by ' +
+    // Both read at scrape time, from the work in progress.
+    const inProgressGauge = (name: string, help: string) =>
+      getOrCreateGauge(registry, {
+        name,
+        help,
+        labelNames: ['name', 'controller'] as const,
+        collect: collectInProgress,
+      });
+    this.unfinishedWork = inProgressGauge(
+      'workqueue_unfinished_work_seconds',
+      'How many seconds of work has been done that is in progress and has not been observed by ' +
         'work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads ' +
         'by observing the rate at which this increases.',
-      labelNames: ['name', 'controller'] as const,
-      collect: collectInProgress,
-    });
-    this.longestRunning = getOrCreateGauge(registry, {
-      name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running.',
-      labelNames: ['name', 'controller'] as const,
-      collect: collectInProgress,
-    });
+    );
+    this.longestRunning = inProgressGauge(
+      'workqueue_longest_running_processor_seconds',
+      'How many seconds has the longest running processor for workqueue been running.',
+    );
     this.reportInProgress = () => {
       const { unfinishedSeconds, longestSeconds } = inProgress();
       this.unfinishedWork.set(this.labels, unfinishedSeconds);

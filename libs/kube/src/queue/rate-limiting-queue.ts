@@ -203,6 +203,7 @@ export class RateLimitingQueue {
     if (this.timer !== undefined && this.timerAt <= next.readyAt) return;
     this.timer?.cancel();
     this.timerAt = next.readyAt;
+    // Not a schedule: the next key's due time (requeue, backoff), moved as keys come and go.
     this.timer = this.clock.setTimeout(() => this.onTimer(), next.readyAt - this.clock.now());
   }
 

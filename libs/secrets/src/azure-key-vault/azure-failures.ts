@@ -1,3 +1,5 @@
+import { CONNECT_FAILURE_CODES } from '@aro/actions';
+
 /**
  * What a failed Key Vault read says, from the errors `@azure/keyvault-secrets` (a `RestError` with
  * the vault's status) and `@azure/identity` (MSAL's errors, wrapped, for the token request) throw:
@@ -59,19 +61,13 @@ function isOutageStatus(status: number): boolean {
  * deliberately absent: it stays untrusted until a person changes the CA.
  */
 const NETWORK_OUTAGE_CODES = new Set([
+  ...CONNECT_FAILURE_CODES,
+  // And a connection that broke or went silent after it was made.
   'ECONNRESET',
-  'ECONNREFUSED',
   'ECONNABORTED',
   'ETIMEDOUT',
   'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EHOSTDOWN',
-  'ENETDOWN',
   'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   'REQUEST_SEND_ERROR',

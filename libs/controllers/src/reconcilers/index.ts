@@ -1,0 +1,1 @@
+export { ReconcilersModule, type ReconcilersModuleOptions } from './reconcilers.module';
