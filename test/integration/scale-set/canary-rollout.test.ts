@@ -1,6 +1,8 @@
 import type { CoreV1Event, V1Secret } from '@kubernetes/client-node';
 import {
   Annotations,
+  AutoscalingListener,
+  AutoscalingListenerKind,
   AutoscalingRunnerSet,
   AutoscalingRunnerSetKind,
   CANARY_CONDITION,
@@ -12,6 +14,7 @@ import {
 import { EventKind, KubeClient, SecretKind } from '@aro/kube';
 import { DEFAULT_PAT, RunningSimulator, startSimulator } from '../../../apps/simulator/src';
 import { createTestNamespace, testKubeConfig, waitFor } from '../../harness';
+import { HighWater } from '../../harness/high-water';
 import { ListenerPlayer } from '../../harness/listener-player';
 import { RunnerPlayer } from '../../harness/runner-player';
 import { BootedApp, bootControllerApp } from '../controller-app/boot';
@@ -28,6 +31,7 @@ const SET = 'canary';
 const GOOD = 'ghcr.io/actions/actions-runner:2.330.0';
 const BAD = 'registry.example/broken-runner:1';
 const NEXT = 'ghcr.io/actions/actions-runner:2.331.0';
+const LATER = 'ghcr.io/actions/actions-runner:2.332.0';
 
 describe('Canary roll-out of a runner template change', () => {
   jest.setTimeout(900_000);
@@ -224,6 +228,44 @@ describe('Canary roll-out of a runner template change', () => {
     expect(jobs.map((j) => sim.job(j)?.result).filter((r) => r !== 'succeeded')).toEqual([]);
     expect(runners?.deletedDuringJob.size).toBe(0);
     expect(runners?.errors).toEqual([]);
+  });
+
+  it('keeps the canary runners within maxRunners: the set makes only the rest of the count', async () => {
+    await kube.mergePatch(AutoscalingRunnerSetKind, namespace, SET, { spec: { maxRunners: 3 } });
+    await waitFor(
+      async () =>
+        (await kube.list<AutoscalingListener>(AutoscalingListenerKind, {})).some(
+          (l) => l.spec?.autoscalingRunnerSetName === SET && l.spec.maxRunners === 3,
+        ) && sim.sessions().some((s) => s.scaleSetId === scaleSetId),
+      { description: 'the listener on maxRunners 3, with a session', timeoutMs: 120_000 },
+    );
+    await setImage(LATER);
+    await waitFor(
+      async () => (await runnerSets()).find((s) => imageOf(s) === LATER && s.metadata?.name !== SET),
+      { description: 'the canary EphemeralRunnerSet with the later image', timeoutMs: 60_000 },
+    );
+    await waitFor(
+      async () =>
+        (await kube.get<EphemeralRunnerSet>(EphemeralRunnerSetKind, namespace, SET)).metadata?.annotations?.[
+          CanaryAnnotations.reserved
+        ] === '2',
+      { description: 'the 2 canary runners reserved on the set', timeoutMs: 30_000 },
+    );
+    // More jobs at once than maxRunners: the listener asks for 3 and the 2 canary runners are among them.
+    const high = new HighWater(kube, namespace).start();
+    const jobs = Array.from({ length: 6 }, () => sim.enqueueJob({ scaleSetId }).jobId);
+    try {
+      await waitFor(() => jobs.every((j) => sim.job(j)?.state === 'completed'), {
+        description: 'the six jobs to finish',
+        timeoutMs: 240_000,
+      });
+    } finally {
+      high.stop();
+    }
+    console.log(`canary within maxRunners 3: at most ${high.runners} live runners (${high.samples} samples)`);
+    expect(high.samples).toBeGreaterThan(10);
+    expect(high.runners).toBeLessThanOrEqual(3);
+    expect(jobs.map((j) => sim.job(j)?.result).filter((r) => r !== 'succeeded')).toEqual([]);
   });
 
   it('deletes the canary set with the AutoscalingRunnerSet, before the scale set goes from the service', async () => {

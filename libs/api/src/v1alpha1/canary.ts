@@ -28,6 +28,11 @@ export const CanaryAnnotations = {
   verdict: 'actions.github.com/canary-verdict',
   /** On the set's EphemeralRunnerSet, written by the listener: {@link CanaryResults} as JSON. */
   results: 'actions.github.com/canary-results',
+  /**
+   * On the set's EphemeralRunnerSet, written by the controller while a canary set runs: how many of the
+   * listener's count the canary runners take, so the two sets together never exceed `maxRunners`.
+   */
+  reserved: 'actions.github.com/canary-reserved-runners',
   /** On a canary EphemeralRunnerSet, written by its controller: {@link CanaryStartFailures} as JSON. */
   startFailures: 'actions.github.com/canary-start-failures',
 } as const;
@@ -156,3 +161,9 @@ export const CanaryReasons = {
   /** False: a canary annotation cannot be read; changes roll out as without canary. */
   invalid: 'CanaryInvalid',
 } as const;
+
+/** The runners of a set's count that its canary set takes (0 when none runs, or the value is not a count). */
+export function canaryReservedRunners(annotations: Record<string, string> | undefined): number {
+  const value = Number(annotations?.[CanaryAnnotations.reserved] ?? 0);
+  return Number.isInteger(value) && value > 0 ? value : 0;
+}

@@ -1,4 +1,4 @@
-import { EphemeralRunner, EphemeralRunnerKind, ScaleSetReasons } from '@aro/api';
+import { EphemeralRunner, EphemeralRunnerKind, ScaleSetReasons, canaryReservedRunners } from '@aro/api';
 import { Result, exponentialBackoffMs, done, requeueAfter, sooner } from '@aro/kube';
 import { buildEphemeralRunner } from './runner-set-resources';
 import type { RunnerSetContext, RunnerSetPass } from './runner-set-context';
@@ -32,7 +32,9 @@ export class RunnerSetScaling {
     }
 
     const total = states.pending.length + states.running.length;
-    const replicas = Math.max(0, set.spec.replicas ?? 0);
+    // While a canary set tries a template change, its runners are part of the listener's count: this
+    // set makes the rest, so the two together never exceed maxRunners (canary-rollout.ts).
+    const replicas = Math.max(0, (set.spec.replicas ?? 0) - canaryReservedRunners(set.metadata?.annotations));
     const patchId = set.spec.patchID ?? 0;
     // Upstream's rule: a patch is new until a runner carries its ID, so a patch whose count was met by
     // runners that then end (their jobs completed before the listener computed it) still makes the

@@ -6,6 +6,7 @@ import {
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   type EphemeralRunnerSpec,
+  canaryReservedRunners,
   canaryRunnerSetName,
   canarySettingsOf,
   parseCanaryResults,
@@ -71,21 +72,32 @@ export class CanaryRollout {
         CanaryReasons.invalid,
         `${problem}; changes roll out without canary`,
       );
+      await this.reserve(runnerSet, 0);
       return PROCEED;
     }
-    if (!settings) return PROCEED;
+    if (!settings) {
+      await this.reserve(runnerSet, 0);
+      return PROCEED;
+    }
     const current = runnerSet.spec.ephemeralRunnerSpec;
     const hash = runnerSpecHash(desired);
     // A new scale set ID (the service lost it) is no template change: nothing to try it on.
     if (runnerSpecHash(current) === hash || current?.runnerScaleSetId !== desired.runnerScaleSetId) {
+      await this.reserve(runnerSet, 0);
       return PROCEED;
     }
     const verdict = verdictOf(runnerSet);
-    if (verdict?.hash === hash) return verdict.verdict === 'promoted' ? PROCEED : { holdBack: true };
+    if (verdict?.hash === hash) {
+      await this.reserve(runnerSet, 0);
+      return verdict.verdict === 'promoted' ? PROCEED : { holdBack: true };
+    }
 
     const namespace = ars.metadata?.namespace ?? '';
     const name = canaryRunnerSetName(runnerSet.metadata?.name ?? '', hash);
     const change = `runner spec ${hash} (image ${imageOf(desired)})`;
+    // The reservation lands before the canary set exists, so the set never makes runners for a count
+    // the canary runners are about to take.
+    await this.reserve(runnerSet, settings.runners);
     const canary = await this.ensureCanarySet(ars, desired, name, hash, settings.runners, log);
     const evidence = evidenceOf(
       name,
@@ -109,7 +121,11 @@ export class CanaryRollout {
     const promoted = judged === 'promote';
     await this.ctx.client.mergePatch(EphemeralRunnerSetKind, namespace, runnerSet.metadata?.name ?? '', {
       metadata: {
-        annotations: { [CanaryAnnotations.verdict]: `${hash} ${promoted ? 'promoted' : 'rolled-back'}` },
+        annotations: {
+          [CanaryAnnotations.verdict]: `${hash} ${promoted ? 'promoted' : 'rolled-back'}`,
+          // The canary runners leave the count with the verdict: in the same write.
+          [CanaryAnnotations.reserved]: null,
+        },
       },
     });
     const message = promoted
@@ -185,6 +201,20 @@ export class CanaryRollout {
       runnerSpecHash: hash,
     });
     return undefined;
+  }
+
+  /**
+   * Records on the set's EphemeralRunnerSet how many of the listener's count the canary runners take
+   * (0: none, the annotation removed); written only when it differs, so a set without canary pays nothing.
+   */
+  private async reserve(runnerSet: EphemeralRunnerSet, runners: number): Promise<void> {
+    if (canaryReservedRunners(runnerSet.metadata?.annotations) === runners) return;
+    await this.ctx.client.mergePatch(
+      EphemeralRunnerSetKind,
+      runnerSet.metadata?.namespace ?? '',
+      runnerSet.metadata?.name ?? '',
+      { metadata: { annotations: { [CanaryAnnotations.reserved]: runners > 0 ? String(runners) : null } } },
+    );
   }
 
   private async setCondition(
