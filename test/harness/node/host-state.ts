@@ -135,3 +135,22 @@ export function leftoverProcesses(pids: readonly number[], dir: string): string[
   }
   return left;
 }
+
+/**
+ * `hostChanges` once the host has settled: another run's node that is stopping on this machine at the
+ * moment of the check has already killed its namespace holder and is about to remove its cgroup root
+ * (real-node.ts, `stop`), which would read as a cgroup nobody holds. Looked at again every half second
+ * for up to `settleMs`; what is still changed then is returned.
+ */
+export async function settledHostChanges(
+  before: HostState,
+  paths: string[],
+  settleMs = 15_000,
+): Promise<string[]> {
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    const changes = hostChanges(before, captureHostState(paths));
+    if (changes.length === 0 || Date.now() >= deadline) return changes;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}

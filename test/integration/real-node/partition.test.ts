@@ -4,7 +4,7 @@ import { ControlPlane } from '../../harness/control-plane';
 import { CRD_PATHS } from '../../harness/global-setup';
 import {
   captureHostState,
-  hostChanges,
+  settledHostChanges,
   leftoverProcesses,
   type HostState,
 } from '../../harness/node/host-state';
@@ -291,7 +291,7 @@ describeOnRealNode('A partitioned controller leader on a real node', () => {
     const nodePids = [...plane.processes.map((p) => p.pid), ...(plane.node?.pids ?? [])];
     await product.stop();
     await plane.stop();
-    expect(hostChanges(hostBefore, captureHostState([nodeDir]))).toEqual([]);
+    expect(await settledHostChanges(hostBefore, [nodeDir])).toEqual([]);
     expect(leftoverProcesses(nodePids, nodeDir)).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { ControlPlane } from '../../harness/control-plane';
 import { CRD_PATHS } from '../../harness/global-setup';
 import {
   captureHostState,
-  hostChanges,
+  settledHostChanges,
   leftoverProcesses,
   type HostState,
 } from '../../harness/node/host-state';
@@ -410,7 +410,7 @@ describeOnRealNode(
       const nodePids = [...plane.processes.map((p) => p.pid), ...(plane.node?.pids ?? [])];
       await product.stop();
       await plane.stop();
-      expect(hostChanges(hostBefore, captureHostState([nodeDir]))).toEqual([]);
+      expect(await settledHostChanges(hostBefore, [nodeDir])).toEqual([]);
       expect(leftoverProcesses(nodePids, nodeDir)).toEqual([]);
     });
   },
