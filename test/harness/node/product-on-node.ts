@@ -183,15 +183,7 @@ async function install(
       controllerServiceAccount: { namespace: CONTROLLER_NAMESPACE, name: serviceAccountName },
       template: {
         spec: {
-          containers: [
-            {
-              name: 'runner',
-              image: node.info.images.runner,
-              imagePullPolicy: 'Never',
-              command: ['node', '/runner/runner-program.ts'],
-              ...(runnerEnv.length ? { env: runnerEnv } : {}),
-            },
-          ],
+          containers: [runnerProgramContainer(node.info.images.runner, runnerEnv)],
         },
       },
     },
@@ -288,3 +280,17 @@ function splitImage(ref: string): [string, string] {
 }
 
 export { listPods };
+
+/** The runner container of a scale set on the node: the simulator's runner program (runner-program.ts). */
+export function runnerProgramContainer(
+  image: string,
+  env: Array<{ name: string; value: string }> = [],
+): Record<string, unknown> {
+  return {
+    name: 'runner',
+    image,
+    imagePullPolicy: 'Never',
+    command: ['node', '/runner/runner-program.ts'],
+    ...(env.length ? { env } : {}),
+  };
+}

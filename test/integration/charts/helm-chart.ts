@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { FoundHelm, findHelm } from '../../harness/helm';
 
@@ -107,4 +107,37 @@ export function findManifest(manifests: Manifest[], kind: string, name?: string)
     throw new Error(`no ${kind}${name ? `/${name}` : ''} in the render; it has ${have}`);
   }
   return found;
+}
+
+/**
+ * Runs the harness's helm as a person runs it against a cluster: from the repository root, with
+ * `KUBECONFIG` the cluster's and helm's own folders under `work` (so no run reads or writes the
+ * machine's). Returns stdout; a failure names the command and carries stderr.
+ */
+export async function helmAt(
+  kubeconfigPath: string,
+  work: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<string> {
+  const { path } = await helmBinary();
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: work,
+    KUBECONFIG: kubeconfigPath,
+    HELM_CACHE_HOME: join(work, 'helm-cache'),
+    HELM_CONFIG_HOME: join(work, 'helm-config'),
+    HELM_DATA_HOME: join(work, 'helm-data'),
+  };
+  return new Promise((resolve, reject) => {
+    execFile(
+      path,
+      args,
+      { cwd: REPO_ROOT, env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`helm ${args.join(' ')} failed: ${err.message}\n${stderr}`));
+        else resolve(stdout);
+      },
+    );
+  });
 }

@@ -1,14 +1,19 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startSimulator, type RunningSimulator } from '../../../apps/simulator/src';
 import { ControlPlane } from '../../harness/control-plane';
-import { listPods, podReady, waitUntil, FatalWait } from '../../harness/node/product-on-node';
+import {
+  listPods,
+  podReady,
+  runnerProgramContainer,
+  waitUntil,
+  FatalWait,
+} from '../../harness/node/product-on-node';
 import { freePort } from '../../harness/ports';
 import { scaled } from '../../harness/time-scale';
-import { REPO_ROOT, helmBinary } from '../charts/helm-chart';
+import { helmAt } from '../charts/helm-chart';
 import { describeOnRealNode } from './availability';
 import { getJson } from './product-state';
 import {
@@ -66,27 +71,8 @@ describeOnRealNode("The README's quickstart on a real node", () => {
   });
 
   /** Runs the harness's helm as the README's reader runs helm: from the repository, at the cluster. */
-  async function runHelm(args: string[]): Promise<string> {
-    const { path } = await helmBinary();
-    const env = {
-      PATH: process.env.PATH ?? '',
-      HOME: work,
-      KUBECONFIG: plane.info.kubeconfigPath,
-      HELM_CACHE_HOME: join(work, 'helm-cache'),
-      HELM_CONFIG_HOME: join(work, 'helm-config'),
-      HELM_DATA_HOME: join(work, 'helm-data'),
-    };
-    return new Promise((resolve, reject) => {
-      execFile(
-        path,
-        args,
-        { cwd: REPO_ROOT, env, timeout: scaled(600_000), maxBuffer: 16 * 1024 * 1024 },
-        (err, stdout, stderr) => {
-          if (err) reject(new Error(`helm ${args.join(' ')} failed: ${err.message}\n${stderr}`));
-          else resolve(stdout);
-        },
-      );
-    });
+  function runHelm(args: string[]): Promise<string> {
+    return helmAt(plane.info.kubeconfigPath, work, args, scaled(600_000));
   }
 
   /** The runner container of the test: the simulator's runner program instead of upstream's runner. */
@@ -96,14 +82,7 @@ describeOnRealNode("The README's quickstart on a real node", () => {
     const file = join(work, 'runner-values.json');
     const template = {
       spec: {
-        containers: [
-          {
-            name: 'runner',
-            image: node.info.images.runner,
-            imagePullPolicy: 'Never',
-            command: ['node', '/runner/runner-program.ts'],
-          },
-        ],
+        containers: [runnerProgramContainer(node.info.images.runner)],
       },
     };
     writeFileSync(file, JSON.stringify({ template }));

@@ -5,10 +5,16 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { DEFAULT_PAT, startSimulator, type RunningSimulator } from '../../../apps/simulator/src';
 import { ControlPlane } from '../../harness/control-plane';
-import { FatalWait, listPods, podReady, waitUntil } from '../../harness/node/product-on-node';
+import {
+  FatalWait,
+  listPods,
+  podReady,
+  runnerProgramContainer,
+  waitUntil,
+} from '../../harness/node/product-on-node';
 import { freePort } from '../../harness/ports';
 import { scaled } from '../../harness/time-scale';
-import { REPO_ROOT, helmBinary } from '../charts/helm-chart';
+import { REPO_ROOT, helmAt } from '../charts/helm-chart';
 import { describeOnRealNode } from './availability';
 import { getJson } from './product-state';
 import { UpgradeWatch, leasePathOf, seconds } from './upgrade-watch';
@@ -84,22 +90,8 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
     });
   }
 
-  async function runHelm(args: string[]): Promise<string> {
-    const { path } = await helmBinary();
-    const env = {
-      PATH: process.env.PATH ?? '',
-      HOME: work,
-      KUBECONFIG: plane.info.kubeconfigPath,
-      HELM_CACHE_HOME: join(work, 'helm-cache'),
-      HELM_CONFIG_HOME: join(work, 'helm-config'),
-      HELM_DATA_HOME: join(work, 'helm-data'),
-    };
-    return new Promise((resolve, reject) => {
-      execFile(path, args, { cwd: REPO_ROOT, env, timeout: scaled(300_000) }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`helm ${args.join(' ')} failed: ${err.message}\n${stderr}`));
-        else resolve(stdout);
-      });
-    });
+  function runHelm(args: string[]): Promise<string> {
+    return helmAt(plane.info.kubeconfigPath, work, args, scaled(300_000));
   }
 
   /** A copy of a chart with a newer version: what `helm upgrade` to the next release installs. */
@@ -146,16 +138,10 @@ describeOnRealNode('Rolling upgrade of both charts under load on a real node', (
         template: {
           spec: {
             containers: [
-              {
-                name: 'runner',
-                image: node.info.images.runner,
-                imagePullPolicy: 'Never',
-                command: ['node', '/runner/runner-program.ts'],
-                env: [
-                  { name: 'RUNNER_JOB_WAIT_SECONDS', value: '30' },
-                  ...(revision ? [{ name: 'ARO_TEMPLATE_REVISION', value: revision }] : []),
-                ],
-              },
+              runnerProgramContainer(node.info.images.runner, [
+                { name: 'RUNNER_JOB_WAIT_SECONDS', value: '30' },
+                ...(revision ? [{ name: 'ARO_TEMPLATE_REVISION', value: revision }] : []),
+              ]),
             ],
           },
         },
