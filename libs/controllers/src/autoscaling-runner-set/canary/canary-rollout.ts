@@ -3,6 +3,9 @@ import {
   CanaryAnnotations,
   CanaryReasons,
   type AutoscalingRunnerSet,
+  EphemeralRunner,
+  EphemeralRunnerKind,
+  EphemeralRunnerPhase,
   EphemeralRunnerSet,
   EphemeralRunnerSetKind,
   type EphemeralRunnerSpec,
@@ -13,7 +16,7 @@ import {
   parseCanaryStartFailures,
   runnerSpecHash,
 } from '@aro/api';
-import { isNotFound } from '@aro/kube';
+import { isControlledBy, isNotFound } from '@aro/kube';
 import type { Logger } from '@aro/observability';
 import { buildEphemeralRunnerSet } from '../runner-scale-set-resources';
 import type { ScaleSetContext } from '../runner-scale-set-context';
@@ -72,23 +75,23 @@ export class CanaryRollout {
         CanaryReasons.invalid,
         `${problem}; changes roll out without canary`,
       );
-      await this.reserve(runnerSet, 0);
+      await this.reserve(runnerSet, await this.canaryRunnersLeft(ars));
       return PROCEED;
     }
     if (!settings) {
-      await this.reserve(runnerSet, 0);
+      await this.reserve(runnerSet, await this.canaryRunnersLeft(ars));
       return PROCEED;
     }
     const current = runnerSet.spec.ephemeralRunnerSpec;
     const hash = runnerSpecHash(desired);
     // A new scale set ID (the service lost it) is no template change: nothing to try it on.
     if (runnerSpecHash(current) === hash || current?.runnerScaleSetId !== desired.runnerScaleSetId) {
-      await this.reserve(runnerSet, 0);
+      await this.reserve(runnerSet, await this.canaryRunnersLeft(ars));
       return PROCEED;
     }
     const verdict = verdictOf(runnerSet);
     if (verdict?.hash === hash) {
-      await this.reserve(runnerSet, 0);
+      await this.reserve(runnerSet, await this.canaryRunnersLeft(ars));
       return verdict.verdict === 'promoted' ? PROCEED : { holdBack: true };
     }
 
@@ -97,7 +100,7 @@ export class CanaryRollout {
     const change = `runner spec ${hash} (image ${imageOf(desired)})`;
     // The reservation lands before the canary set exists, so the set never makes runners for a count
     // the canary runners are about to take.
-    await this.reserve(runnerSet, settings.runners);
+    await this.reserve(runnerSet, settings.runners + (await this.canaryRunnersLeft(ars, name)));
     const canary = await this.ensureCanarySet(ars, desired, name, hash, settings.runners, log);
     const evidence = evidenceOf(
       name,
@@ -123,8 +126,6 @@ export class CanaryRollout {
       metadata: {
         annotations: {
           [CanaryAnnotations.verdict]: `${hash} ${promoted ? 'promoted' : 'rolled-back'}`,
-          // The canary runners leave the count with the verdict: in the same write.
-          [CanaryAnnotations.reserved]: null,
         },
       },
     });
@@ -201,6 +202,31 @@ export class CanaryRollout {
       runnerSpecHash: hash,
     });
     return undefined;
+  }
+
+  /**
+   * The runners canary sets of `ars` hold or are about to make (each set's replicas, or its live
+   * runners if more: a promoted or rolled-back canary set drains, its busy runners finishing their
+   * jobs), other than `except`'s. They stay reserved until they are gone, so that the set's own runners
+   * and the canary runners never exceed maxRunners together, during a roll-out nor after its verdict.
+   */
+  private async canaryRunnersLeft(ars: AutoscalingRunnerSet, except?: string): Promise<number> {
+    const namespace = ars.metadata?.namespace ?? '';
+    const canarySets = (
+      await this.ctx.cache.list<EphemeralRunnerSet>(EphemeralRunnerSetKind, { namespace })
+    ).filter((set) => isCanarySet(set) && set.metadata?.name !== except && isControlledBy(set, ars));
+    if (canarySets.length === 0) return 0;
+    const runners = await this.ctx.cache.list<EphemeralRunner>(EphemeralRunnerKind, { namespace });
+    const ended = (r: EphemeralRunner): boolean =>
+      !!r.metadata?.deletionTimestamp ||
+      r.status?.phase === EphemeralRunnerPhase.Succeeded ||
+      r.status?.phase === EphemeralRunnerPhase.Failed;
+    let left = 0;
+    for (const set of canarySets) {
+      const live = runners.filter((r) => isControlledBy(r, set) && !ended(r)).length;
+      left += Math.max(set.metadata?.deletionTimestamp ? 0 : (set.spec.replicas ?? 0), live);
+    }
+    return left;
   }
 
   /**
