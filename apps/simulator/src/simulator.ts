@@ -348,6 +348,16 @@ export class RunningSimulator {
     return this.actions.sessions.views();
   }
 
+  /**
+   * Forgets a message session, as the service does to one whose listener stopped polling for a while:
+   * the listener's next call on it fails, and it has to create a new session.
+   */
+  expireSession(sessionId: string): void {
+    const view = this.sessions().find((s) => s.sessionId === sessionId);
+    if (!view) throw new Error(`no session ${sessionId}`);
+    this.actions.sessions.delete(view.tenantId, view.scaleSetId, sessionId);
+  }
+
   scaleSets(): ScaleSetView[] {
     return this.actions.scaleSets.views();
   }
